@@ -1,0 +1,13 @@
+"""The `branchboard` console script: manage.py under the product's name."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "branchboard.settings")
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(sys.argv)

@@ -1,0 +1,92 @@
+"""Readers for the session files the CLIs write: one module per agent, pure Python.
+
+A reader turns one raw line into a `ParsedRecord`: the fields the graph, the turn
+function and the pages need. The raw bytes themselves are never changed; unknown
+record types come through as kind "other" and are carried along untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+CLAUDE = "claude"
+QWEN = "qwen"
+AGENTS = (CLAUDE, QWEN)
+AGENT_LABELS = {CLAUDE: "Claude Code", QWEN: "Qwen Code"}
+
+# Record kinds, normalised across agents.
+PROMPT = "prompt"  # a human-typed message, by its shape
+COMMAND = "command"  # a slash command; a turn unless a local command answered it
+LOCAL_OUTPUT = "local_output"  # output of a built-in local command (/model, /exit ...)
+USER_OTHER = "user"  # meta, interruptions, notifications, mid-turn messages ...
+TOOL_RESULT = "tool_result"
+COMPACT_SUMMARY = "compact_summary"
+ASSISTANT = "assistant"
+SYSTEM = "system"
+COMPACT_BOUNDARY = "compact_boundary"
+REWIND = "rewind"  # Qwen's system/rewind marker
+ATTACHMENT = "attachment"
+PROGRESS = "progress"
+SUMMARY = "summary"
+TITLE = "title"
+BOOKKEEPING = "bookkeeping"  # records the CLIs keep for themselves
+INVALID = "invalid"
+OTHER = "other"
+
+CONVERSATION_KINDS = frozenset(
+    {PROMPT, COMMAND, LOCAL_OUTPUT, USER_OTHER, TOOL_RESULT, COMPACT_SUMMARY, ASSISTANT}
+)
+
+UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+TEXT_LIMIT = 2000
+
+
+def is_session_id(value: str) -> bool:
+    """Session ids are UUIDs, nothing else: they end up in file paths."""
+    return bool(UUID_RE.match(value))
+
+
+@dataclass(slots=True)
+class ParsedRecord:
+    """What one line says, normalised; `kind` is one of the constants above."""
+
+    kind: str
+    raw_type: str = ""
+    subtype: str = ""
+    uuid: str | None = None
+    parent_uuid: str | None = None
+    logical_parent_uuid: str | None = None
+    timestamp: str | None = None
+    sidechain: bool = False
+    session_id: str | None = None
+    text: str | None = None
+    message_id: str | None = None
+    model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cwd: str | None = None
+    git_branch: str | None = None
+    title: str | None = None
+    leaf_uuid: str | None = None
+    forked_from: str | None = None  # the source session of a CLI-made branch
+    error: str | None = None
+
+
+def collapse(text: str, limit: int = 100) -> str:
+    """Whitespace collapsed and cut to `limit` characters, for titles."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def detect_agent_from_path(path: Path) -> str:
+    """Qwen keeps chats in `<project>/chats/`; everything else is Claude Code's layout."""
+    return QWEN if path.parent.name == "chats" else CLAUDE
+
+
+def parse_line(agent: str, raw: bytes) -> ParsedRecord:
+    """Parse one line of a session file written by `agent`."""
+    from . import claude, qwen
+
+    return (qwen if agent == QWEN else claude).parse_line(raw)

@@ -1,0 +1,48 @@
+"""Pieces both readers share: JSON decoding that never raises, field access."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from . import INVALID, TEXT_LIMIT, ParsedRecord
+
+
+def load(raw: bytes) -> dict[str, Any] | ParsedRecord:
+    """The line's JSON object, or an `invalid` record that says why it is not one."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        try:
+            # Stray non-UTF-8 bytes should not hide an otherwise good record; the
+            # raw bytes stay as they are in the file.
+            data = orjson.loads(raw.decode("utf-8", "replace"))
+        except orjson.JSONDecodeError:
+            text = raw.strip()
+            reason = "empty line" if not text else f"not valid JSON ({exc.msg})"
+            return ParsedRecord(kind=INVALID, error=reason[:250])
+    if not isinstance(data, dict):
+        return ParsedRecord(kind=INVALID, error=f"a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def string(data: dict[str, Any], key: str) -> str | None:
+    """A string field, or None when missing or of another type (transcripts are untrusted)."""
+    value = data.get(key)
+    return value if isinstance(value, str) else None
+
+
+def integer(data: Any, key: str) -> int:
+    """An integer field, 0 when missing or not a number."""
+    if not isinstance(data, dict):
+        return 0
+    value = data.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def clip(text: str | None) -> str | None:
+    """Text kept in the database is bounded; the full line stays in the file."""
+    if text is None:
+        return None
+    return text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT]

@@ -1,0 +1,85 @@
+"""Qwen Code session lines (`~/.qwen/projects/<id>/chats/<id>.jsonl`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import (
+    ASSISTANT,
+    OTHER,
+    PROMPT,
+    REWIND,
+    SYSTEM,
+    TITLE,
+    TOOL_RESULT,
+    USER_OTHER,
+    ParsedRecord,
+)
+from .common import clip, integer, load, string
+
+
+def message_text(message: Any) -> str:
+    """The text parts of a Gemini-style message (thoughts left out), joined."""
+    if not isinstance(message, dict):
+        return ""
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        return ""
+    texts = [
+        p["text"]
+        for p in parts
+        if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought")
+    ]
+    return "\n".join(texts)
+
+
+def _has_function_response(message: Any) -> bool:
+    parts = message.get("parts") if isinstance(message, dict) else None
+    return isinstance(parts, list) and any(
+        isinstance(p, dict) and "functionResponse" in p for p in parts
+    )
+
+
+def parse_line(raw: bytes) -> ParsedRecord:
+    """Parse one Qwen Code line."""
+    data = load(raw)
+    if isinstance(data, ParsedRecord):
+        return data
+    raw_type = string(data, "type") or ""
+    record = ParsedRecord(
+        kind=OTHER,
+        raw_type=raw_type,
+        subtype=string(data, "subtype") or "",
+        uuid=string(data, "uuid"),
+        parent_uuid=string(data, "parentUuid"),
+        timestamp=string(data, "timestamp"),
+        session_id=string(data, "sessionId"),
+        cwd=string(data, "cwd"),
+        git_branch=string(data, "gitBranch"),
+    )
+    message = data.get("message")
+    if raw_type == "user":
+        text = message_text(message)
+        if _has_function_response(message):
+            record.kind = TOOL_RESULT
+        elif record.subtype == "mid_turn_user_message" or not text.strip():
+            # Typed while a tool ran: it belongs to the running turn.
+            record.kind = USER_OTHER
+        else:
+            record.kind = PROMPT
+        record.text = clip(text)
+    elif raw_type == "assistant":
+        record.kind = ASSISTANT
+        record.model = string(data, "model")
+        usage = data.get("usageMetadata")
+        record.input_tokens = integer(usage, "promptTokenCount")
+        record.output_tokens = integer(usage, "candidatesTokenCount")
+    elif raw_type == "tool_result":
+        record.kind = TOOL_RESULT
+    elif raw_type == "system":
+        record.kind = REWIND if record.subtype == "rewind" else SYSTEM
+        payload = data.get("systemPayload")
+        if record.subtype in ("session_title", "title") and isinstance(payload, dict):
+            record.kind = TITLE
+            record.title = clip(string(payload, "title"))
+    return record

@@ -1,0 +1,136 @@
+"""Projects, sessions and records as imported from the CLIs' session files."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from .formats import AGENT_LABELS
+
+
+class Project(models.Model):
+    """One project folder of one agent, e.g. `~/.claude/projects/-home-me-app`."""
+
+    agent = models.CharField(max_length=16, choices=AGENT_LABELS)
+    folder = models.CharField(max_length=4096, unique=True)  # absolute path on disk
+    root = models.CharField(max_length=4096)  # the session root it was found under
+    path = models.CharField(max_length=4096, blank=True)  # the real cwd, from records
+    session_count = models.PositiveIntegerField(default=0)
+    last_activity = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["-last_activity"], name="project_activity")]
+
+    def __str__(self) -> str:
+        return self.path or self.folder
+
+    @property
+    def name(self) -> str:
+        """The folder name as the CLI wrote it, shown when no cwd is known."""
+        return self.folder.rstrip("/").rsplit("/", 1)[-1]
+
+
+class SessionQuerySet(models.QuerySet["Session"]):
+    def listed(self) -> SessionQuerySet:
+        """Sessions a person picks from: subagent transcripts belong to their parents."""
+        return self.filter(is_subagent=False)
+
+
+class Session(models.Model):
+    """One session file and what its import found."""
+
+    class Kind(models.TextChoices):
+        ORIGINAL = "", "original"
+        BRANCH = "branch", "branch"
+        FORK = "fork", "fork"
+        FORK_BEFORE = "fork_before", "edit & fork"
+        REWIND_BACKUP = "rewind_backup", "rewind backup"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sessions")
+    session_id = models.UUIDField(db_index=True)
+    path = models.CharField(max_length=4096, unique=True)
+    agent = models.CharField(max_length=16, choices=AGENT_LABELS)
+
+    title = models.CharField(max_length=300, blank=True)
+    custom_title = models.CharField(max_length=300, blank=True)
+    first_prompt = models.TextField(blank=True)
+    cwd = models.CharField(max_length=4096, blank=True)
+    git_branch = models.CharField(max_length=255, blank=True)
+    models_used = models.JSONField(default=list, blank=True)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    turn_count = models.PositiveIntegerField(default=0)
+    record_count = models.PositiveIntegerField(default=0)
+    invalid_count = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True)
+    leaf_uuid = models.CharField(max_length=64, blank=True)
+    abandoned = models.JSONField(default=list, blank=True)  # branches left by in-CLI rewinds
+
+    # Subagent transcripts are imported like sessions but hang off their parent.
+    is_subagent = models.BooleanField(default=False)
+    owner_session_id = models.UUIDField(null=True, blank=True, db_index=True)
+    agent_name = models.CharField(max_length=255, blank=True)
+
+    # Lineage: what this session was made from by branch, fork or rewind.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    kind = models.CharField(max_length=16, choices=Kind, default=Kind.ORIGINAL, blank=True)
+    fork_turn = models.PositiveIntegerField(null=True, blank=True)
+
+    # Import state: enough to skip an unchanged file without opening it.
+    file_size = models.BigIntegerField(default=0)
+    file_mtime_ns = models.BigIntegerField(default=0)
+    bytes_imported = models.BigIntegerField(default=0)
+    head_digest = models.CharField(max_length=64, blank=True)
+    line_count = models.PositiveIntegerField(default=0)
+    last_message_id = models.CharField(max_length=128, blank=True)
+    imported_at = models.DateTimeField(null=True, blank=True)
+
+    objects = SessionQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session_id"], condition=Q(is_subagent=False), name="unique_session_id"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["project", "-updated_at"], name="session_project_activity"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or str(self.session_id)
+
+
+class Record(models.Model):
+    """One line of a session file. The bytes stay in the file, found by offset and length."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="records")
+    line = models.PositiveIntegerField()
+    offset = models.BigIntegerField()
+    length = models.PositiveIntegerField()
+    uuid = models.CharField(max_length=64, blank=True)
+    parent_uuid = models.CharField(max_length=64, blank=True)
+    logical_parent_uuid = models.CharField(max_length=64, blank=True)
+    raw_type = models.CharField(max_length=64, blank=True)
+    subtype = models.CharField(max_length=64, blank=True)
+    kind = models.CharField(max_length=32)
+    turn = models.PositiveIntegerField(null=True, blank=True)
+    active = models.BooleanField(default=False)
+    sidechain = models.BooleanField(default=False)
+    timestamp = models.DateTimeField(null=True, blank=True)
+    text = models.TextField(blank=True)  # prompt text (bounded), for lists and titles
+    error = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "line"], name="unique_record_line"),
+        ]
+        indexes = [
+            models.Index(fields=["session", "turn"], name="record_session_turn"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}:{self.line} {self.kind}"

@@ -1,0 +1,1 @@
+"""Writes: the only code that changes database rows or files on disk."""

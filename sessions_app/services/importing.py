@@ -1,0 +1,473 @@
+"""Importing session files into the database, incrementally.
+
+An unchanged file (same size and mtime) is skipped without being opened; a file
+that only grew is read from the last imported byte; a file that shrank or whose
+head changed is imported again from the start. Each file is imported in its own
+transaction, so a failure leaves what was imported before untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO
+
+import orjson
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Max
+from django.utils import timezone
+
+from ..conversation import Analysis, Node, analyse
+from ..formats import (
+    ASSISTANT,
+    INVALID,
+    TITLE,
+    ParsedRecord,
+    collapse,
+    parse_line,
+)
+from ..models import Project, Record, Session
+from .discovery import RootError, SessionFile, discover
+
+HEAD_BYTES = 4096
+BATCH = 2000
+MAX_ERRORS_PER_FILE = 5
+
+
+@dataclass
+class ImportReport:
+    """What one import run did; `errors` name the file (and line) of each problem."""
+
+    files: int = 0
+    sessions: int = 0
+    records: int = 0
+    skipped: int = 0
+    invalid: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """The one-line summary printed at the end of an import."""
+        return (
+            f"{self.files} files, {self.sessions} sessions imported, {self.records} records, "
+            f"{self.skipped} unchanged, {self.invalid} invalid lines, {len(self.errors)} errors"
+        )
+
+
+Progress = Callable[[SessionFile, int], None]
+
+
+def sessions_import(*, roots: Iterable[Path], progress: Progress | None = None) -> ImportReport:
+    """Import every session file under `roots`; problems are reported, never fatal."""
+    report = ImportReport()
+    found: list[SessionFile] = []
+    for root in roots:
+        try:
+            files, problems = discover(Path(root))
+        except RootError as exc:
+            report.errors.append(str(exc))
+            continue
+        found.extend(files)
+        report.errors.extend(problems)
+    # Sessions first, so a subagent file finds its parent already imported.
+    found.sort(key=lambda f: f.is_subagent)
+    touched: set[int] = set()
+    for source in found:
+        report.files += 1
+        session = session_file_import(source=source, report=report)
+        if session is not None:
+            touched.add(session.project_id)
+        if progress is not None:
+            progress(source, _size(source.path))
+    projects_refresh(project_ids=touched)
+    return report
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def projects_refresh(*, project_ids: Iterable[int]) -> None:
+    """Recount the sessions and last activity of the given projects."""
+    for project in Project.objects.filter(id__in=list(project_ids)):
+        listed = project.sessions.filter(is_subagent=False)
+        agg = listed.aggregate(n=Count("id"), last=Max("updated_at"))
+        latest = listed.exclude(cwd="").order_by("-updated_at").values_list("cwd", flat=True)
+        project.session_count = agg["n"]
+        project.last_activity = agg["last"]
+        project.path = next(iter(latest), "") or project.path
+        project.save(update_fields=["session_count", "last_activity", "path"])
+
+
+def session_file_import(*, source: SessionFile, report: ImportReport) -> Session | None:
+    """Import one file; returns its session, or None when it could not be read."""
+    path = source.path
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        report.errors.append(f"{path}: file vanished before it could be read; nothing changed")
+        return None
+    except OSError as exc:
+        report.errors.append(f"{path}: cannot read ({exc.strerror})")
+        return None
+    session = Session.objects.filter(path=str(path)).first()
+    if (
+        session is not None
+        and session.file_size == stat.st_size
+        and session.file_mtime_ns == stat.st_mtime_ns
+    ):
+        report.skipped += 1
+        return session
+    try:
+        with path.open("rb") as f, transaction.atomic():
+            session = _import_open_file(source, f, stat, session, report)
+    except FileNotFoundError:
+        report.errors.append(f"{path}: file vanished before it could be read; nothing changed")
+        return None
+    except OSError as exc:
+        report.errors.append(f"{path}: cannot read ({exc.strerror}); nothing changed")
+        return None
+    except IntegrityError:
+        other = Session.objects.filter(session_id=source.session_id, is_subagent=False).first()
+        where = other.path if other else "another file"
+        report.errors.append(f"{path}: session id already imported from {where}; skipped")
+        return None
+    return session
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _import_open_file(
+    source: SessionFile,
+    f: BinaryIO,
+    stat: os.stat_result,
+    session: Session | None,
+    report: ImportReport,
+) -> Session:
+    head = f.read(HEAD_BYTES)
+    start = 0
+    if session is not None:
+        known = min(HEAD_BYTES, session.bytes_imported)
+        grown = stat.st_size >= session.bytes_imported and _digest(head[:known]) == (
+            session.head_digest
+        )
+        if grown:
+            start = session.bytes_imported
+        else:
+            session.records.all().delete()
+            _reset(session)
+    else:
+        session = _new_session(source)
+    if start:
+        # The unterminated tail of the last import is read again, now complete.
+        session.records.filter(line__gte=session.line_count).delete()
+    f.seek(start)
+
+    reader = _FileReader(source, session, report)
+    new_rows = reader.read(f, start, first_line=session.line_count if start else 0)
+
+    existing = _existing_nodes(session) if start else []
+    nodes = existing + reader.nodes
+    analysis = analyse(nodes, source.agent)
+    _store_records(session, existing, new_rows, analysis)
+
+    _update_session(session, source, reader, analysis, nodes, stat, head)
+    report.sessions += 1
+    report.records += len(new_rows)
+    return session
+
+
+def _new_session(source: SessionFile) -> Session:
+    project, _ = Project.objects.get_or_create(
+        folder=str(source.project_folder),
+        defaults={"agent": source.agent, "root": str(source.root)},
+    )
+    return Session(
+        project=project,
+        path=str(source.path),
+        agent=source.agent,
+        session_id=source.session_id or source.owner_session_id or "0" * 32,
+        is_subagent=source.is_subagent,
+        owner_session_id=source.owner_session_id,
+    )
+
+
+def _reset(session: Session) -> None:
+    for name in (
+        "turn_count",
+        "record_count",
+        "invalid_count",
+        "input_tokens",
+        "output_tokens",
+        "bytes_imported",
+        "line_count",
+    ):
+        setattr(session, name, 0)
+    session.models_used = []
+    session.custom_title = ""
+    session.last_message_id = ""
+    session.started_at = session.updated_at = None
+
+
+class _FileReader:
+    """Streams lines from an offset into row tuples, graph nodes and session facts."""
+
+    def __init__(self, source: SessionFile, session: Session, report: ImportReport) -> None:
+        self.source = source
+        self.session = session
+        self.report = report
+        self.nodes: list[Node] = []
+        self.bytes_end = 0
+        self.line_end = 0
+        self.invalid = 0
+        self.errors_reported = 0
+        self.models: list[str] = list(session.models_used or [])
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.last_message_id = session.last_message_id
+        self.first_time: datetime | None = None
+        self.last_time: datetime | None = None
+        self.cwd = ""
+        self.git_branch = ""
+        self.title: str | None = None
+        self.owner_id: str | None = None
+        self.forked_from: str | None = None
+
+    def read(self, f: BinaryIO, offset: int, first_line: int) -> list[tuple]:
+        rows: list[tuple] = []
+        line_no = first_line
+        agent = self.source.agent
+        for raw in f:
+            length = len(raw)
+            complete = raw.endswith(b"\n")
+            record = parse_line(agent, raw)
+            self._note(record, line_no)
+            ts = _parse_time(record.timestamp)
+            self.nodes.append(
+                Node(
+                    line_no,
+                    record.uuid,
+                    record.parent_uuid,
+                    record.kind,
+                    ts,
+                    record.sidechain,
+                    record.logical_parent_uuid,
+                    record.text,
+                )
+            )
+            rows.append((line_no, offset, length, record, ts))
+            offset += length
+            line_no += 1
+            if complete:
+                # Only whole lines count as imported; a half-written tail is read
+                # again next time.
+                self.bytes_end = offset
+                self.line_end = line_no
+        return rows
+
+    def _note(self, record: ParsedRecord, line_no: int) -> None:
+        if record.kind == INVALID:
+            self.invalid += 1
+            if self.errors_reported < MAX_ERRORS_PER_FILE:
+                self.report.errors.append(f"{self.source.path}:{line_no + 1}: {record.error}")
+                self.errors_reported += 1
+            return
+        if record.kind == ASSISTANT:
+            if record.model and record.model not in self.models:
+                self.models.append(record.model)
+            # One streamed message is written as several records sharing its id.
+            if not record.message_id or record.message_id != self.last_message_id:
+                self.input_tokens += record.input_tokens
+                self.output_tokens += record.output_tokens
+            self.last_message_id = record.message_id or ""
+        elif record.kind == TITLE and record.title:
+            self.title = record.title
+        if record.cwd and not self.cwd:
+            self.cwd = record.cwd
+        if record.git_branch:
+            self.git_branch = record.git_branch
+        if record.session_id and not self.owner_id:
+            self.owner_id = record.session_id
+        if record.forked_from and not self.forked_from:
+            self.forked_from = record.forked_from
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _existing_nodes(session: Session) -> list[Node]:
+    rows = session.records.order_by("line").values_list(
+        "line", "uuid", "parent_uuid", "kind", "timestamp", "sidechain", "logical_parent_uuid", "text"
+    )
+    return [
+        Node(line, uuid or None, parent or None, kind, ts, side, logical or None, text or None)
+        for line, uuid, parent, kind, ts, side, logical, text in rows.iterator(chunk_size=5000)
+    ]
+
+
+def _store_records(
+    session: Session, existing: list[Node], new_rows: list[tuple], analysis: Analysis
+) -> None:
+    if session.pk is None:
+        session.save()
+    table = Record._meta.db_table
+    adapt = connection.ops.adapt_datetimefield_value
+    n_old = len(existing)
+    changed = [
+        (analysis.turn[i], analysis.active[i], session.pk, node.line)
+        for i, node in enumerate(existing)
+    ]
+    with connection.cursor() as cursor:
+        if changed:
+            # Only rows whose place in the graph moved need writing, but finding
+            # them costs a read; an append changes few, so filter in Python.
+            old = dict(session.records.values_list("line", "turn"))
+            active_old = set(session.records.filter(active=True).values_list("line", flat=True))
+            updates = [
+                c for c in changed if old.get(c[3]) != c[0] or ((c[3] in active_old) != c[1])
+            ]
+            if updates:
+                cursor.executemany(
+                    f"UPDATE {table} SET turn = %s, active = %s WHERE session_id = %s AND line = %s",
+                    updates,
+                )
+        sql = (
+            f"INSERT INTO {table} (session_id, line, \"offset\", length, uuid, parent_uuid, "
+            "logical_parent_uuid, raw_type, subtype, kind, turn, active, sidechain, timestamp, "
+            "text, error) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        )
+        batch: list[tuple] = []
+        for k, (line, offset, length, r, ts) in enumerate(new_rows):
+            i = n_old + k
+            batch.append(
+                (
+                    session.pk,
+                    line,
+                    offset,
+                    length,
+                    r.uuid or "",
+                    r.parent_uuid or "",
+                    r.logical_parent_uuid or "",
+                    r.raw_type[:64],
+                    r.subtype[:64],
+                    r.kind,
+                    analysis.turn[i],
+                    analysis.active[i],
+                    r.sidechain,
+                    adapt(ts) if ts else None,
+                    _db_text(r.text),
+                    (r.error or "")[:255],
+                )
+            )
+            if len(batch) >= BATCH:
+                cursor.executemany(sql, batch)
+                batch.clear()
+        if batch:
+            cursor.executemany(sql, batch)
+
+
+def _db_text(text: str | None) -> str:
+    # PostgreSQL refuses NUL characters in text; they are still in the file.
+    return text.replace("\x00", "\ufffd") if text else ""
+
+
+def _update_session(
+    session: Session,
+    source: SessionFile,
+    reader: _FileReader,
+    analysis: Analysis,
+    nodes: list[Node],
+    stat: os.stat_result,
+    head: bytes,
+) -> None:
+    session.bytes_imported = reader.bytes_end or session.bytes_imported
+    session.line_count = reader.line_end or session.line_count
+    session.head_digest = _digest(head[: min(HEAD_BYTES, session.bytes_imported)])
+    session.file_size = stat.st_size
+    session.file_mtime_ns = stat.st_mtime_ns
+    session.record_count = len(nodes)
+    session.invalid_count = sum(1 for n in nodes if n.kind == INVALID)
+    session.turn_count = analysis.turn_count
+    session.leaf_uuid = analysis.leaf_uuid or ""
+    session.abandoned = [
+        {
+            "at_turn": b.at_turn,
+            "turns": b.turns,
+            "line": b.first_line,
+            "leaf_uuid": b.leaf_uuid,
+            "prompt": collapse(b.prompt, 200),
+        }
+        for b in analysis.abandoned
+    ]
+    session.models_used = reader.models
+    session.input_tokens += reader.input_tokens
+    session.output_tokens += reader.output_tokens
+    session.last_message_id = (reader.last_message_id or "")[:128]
+    if reader.title:
+        session.custom_title = collapse(reader.title, 300)
+    first = nodes[analysis.prompt_lines[0]].text if analysis.prompt_lines else None
+    session.first_prompt = first or ""
+    session.title = (
+        session.custom_title or (collapse(first) if first else "") or _fallback_title(nodes)
+    )[:300]
+    times = [n.timestamp for n in reader.nodes if n.timestamp]
+    if times:
+        lo, hi = min(times), max(times)
+        session.started_at = min(session.started_at, lo) if session.started_at else lo
+        session.updated_at = max(session.updated_at, hi) if session.updated_at else hi
+    if session.updated_at is None:
+        session.updated_at = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
+    session.cwd = session.cwd or reader.cwd
+    session.git_branch = reader.git_branch or session.git_branch
+    if source.is_subagent:
+        session.owner_session_id = session.owner_session_id or _uuid_or_none(reader.owner_id)
+        session.agent_name = session.agent_name or _subagent_name(source.path)
+    elif reader.forked_from and session.parent_id is None and not session.kind:
+        # A branch made inside the CLI (`/branch`) says where it came from.
+        parent = Session.objects.filter(session_id=_uuid_or_none(reader.forked_from)).first()
+        if parent is not None and parent.pk != session.pk:
+            session.parent = parent
+            session.kind = Session.Kind.BRANCH
+    session.imported_at = timezone.now()
+    session.save()
+
+
+def _fallback_title(nodes: list[Node]) -> str:
+    for node in nodes:
+        if node.kind == "summary" and node.text:
+            return collapse(node.text)
+    return ""
+
+
+def _uuid_or_none(value: str | None) -> str | None:
+    from ..formats import is_session_id
+
+    return value if value and is_session_id(value) else None
+
+
+def _subagent_name(path: Path) -> str:
+    meta = path.with_suffix(".meta.json")
+    try:
+        data = orjson.loads(meta.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return path.stem
+    if isinstance(data, dict):
+        for key in ("description", "agentType"):
+            if isinstance(data.get(key), str) and data[key]:
+                return data[key][:255]
+    return path.stem
