@@ -17,7 +17,7 @@ test: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run -v 0
-	$(PY) -m pytest $(PYTEST_ARGS)
+	BRANCHBOARD_DATA_DIR=$${BRANCHBOARD_DATA_DIR:-$(CURDIR)/.cache/test-data} $(PY) -m pytest $(PYTEST_ARGS)
 
 format: venv
 	$(PY) -m ruff format .

@@ -159,7 +159,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = DATA_DIR / "static"
+# Local mode serves static files straight from static/; a team server runs
+# collectstatic into BRANCHBOARD_STATIC_ROOT.
+STATIC_ROOT = os.environ.get("BRANCHBOARD_STATIC_ROOT") or None
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 

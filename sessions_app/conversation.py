@@ -17,16 +17,52 @@ from .formats import (
     LOCAL_OUTPUT,
     PROMPT,
     QWEN,
+    ParsedRecord,
+    parse_timestamp,
 )
 
 # Built-in Claude Code commands that never reach the model. A command the model
 # answered (custom commands expand into a prompt) is a turn; these are not, even
 # when the file lacks the `<local-command-stdout>` record that usually follows them.
 LOCAL_COMMANDS = frozenset(
-    "add-dir agents bashes branch clear compact config context cost doctor exit export "
-    "help hooks ide login logout mcp memory model output-style permissions plugin "
-    "privacy-settings quit release-notes resume rewind stats status statusline "
-    "terminal-setup theme upgrade usage vim".split()
+    [
+        "add-dir",
+        "agents",
+        "bashes",
+        "branch",
+        "clear",
+        "compact",
+        "config",
+        "context",
+        "cost",
+        "doctor",
+        "exit",
+        "export",
+        "help",
+        "hooks",
+        "ide",
+        "login",
+        "logout",
+        "mcp",
+        "memory",
+        "model",
+        "output-style",
+        "permissions",
+        "plugin",
+        "privacy-settings",
+        "quit",
+        "release-notes",
+        "resume",
+        "rewind",
+        "stats",
+        "status",
+        "statusline",
+        "terminal-setup",
+        "theme",
+        "upgrade",
+        "usage",
+        "vim",
+    ]
 )
 COMMAND_NAME_RE = re.compile(r"<command-name>/?([^<\s]+)</command-name>")
 NO_TIME = datetime.min.replace(tzinfo=UTC)
@@ -44,6 +80,20 @@ class Node:
     sidechain: bool = False
     logical_parent_uuid: str | None = None
     text: str | None = None
+
+
+def node_from_record(line: int, record: ParsedRecord) -> Node:
+    """The graph node of a freshly parsed line."""
+    return Node(
+        line,
+        record.uuid,
+        record.parent_uuid,
+        record.kind,
+        parse_timestamp(record.timestamp),
+        record.sidechain,
+        record.logical_parent_uuid,
+        record.text,
+    )
 
 
 @dataclass(slots=True)
@@ -144,7 +194,9 @@ def analyse(nodes: Sequence[Node], agent: str, *, leaf_uuid: str | None = None) 
             branch_leaf = _latest_leaf(nodes, branch, children, parent)
             branch_path = _path_between(child, branch_leaf, parent)
             prompts = [
-                j for j in branch_path if is_turn_start(nodes[j], answered_locally=answered_locally(j))
+                j
+                for j in branch_path
+                if is_turn_start(nodes[j], answered_locally=answered_locally(j))
             ]
             if prompts:
                 abandoned.append(

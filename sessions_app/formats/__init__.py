@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 CLAUDE = "claude"
@@ -39,7 +40,9 @@ CONVERSATION_KINDS = frozenset(
     {PROMPT, COMMAND, LOCAL_OUTPUT, USER_OTHER, TOOL_RESULT, COMPACT_SUMMARY, ASSISTANT}
 )
 
-UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+UUID_RE = re.compile(
+    r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+)
 TEXT_LIMIT = 2000
 
 
@@ -78,6 +81,17 @@ def collapse(text: str, limit: int = 100) -> str:
     """Whitespace collapsed and cut to `limit` characters, for titles."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def parse_timestamp(value: str | None) -> datetime | None:
+    """An aware datetime from a record's ISO timestamp; None when missing or malformed."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def detect_agent_from_path(path: Path) -> str:

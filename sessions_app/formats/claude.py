@@ -22,12 +22,14 @@ from . import (
     USER_OTHER,
     ParsedRecord,
 )
-from .common import clip, integer, load, string
+from .common import clip, ident, integer, load, string
 
 # Newer CLIs say where a prompt came from; these origins are people (or a script
 # acting for one through the SDK).
 HUMAN_ORIGINS = frozenset({"human", "sdk", "typed", "user", "paste"})
-MACHINE_ORIGINS = frozenset({"task_notification", "system", "hook", "agent", "auto", "queued_command"})
+MACHINE_ORIGINS = frozenset(
+    {"task_notification", "system", "hook", "agent", "auto", "queued_command"}
+)
 
 # Text a user record starts with when no person typed it as a prompt.
 NOT_PROMPT_PREFIXES = (
@@ -115,19 +117,19 @@ def parse_line(raw: bytes) -> ParsedRecord:
     data = load(raw)
     if isinstance(data, ParsedRecord):
         return data
-    raw_type = string(data, "type") or ""
+    raw_type = ident(data, "type") or ""
     record = ParsedRecord(
         kind=OTHER,
         raw_type=raw_type,
-        subtype=string(data, "subtype") or "",
-        uuid=string(data, "uuid"),
-        parent_uuid=string(data, "parentUuid"),
-        logical_parent_uuid=string(data, "logicalParentUuid"),
-        timestamp=string(data, "timestamp"),
+        subtype=ident(data, "subtype") or "",
+        uuid=ident(data, "uuid"),
+        parent_uuid=ident(data, "parentUuid"),
+        logical_parent_uuid=ident(data, "logicalParentUuid"),
+        timestamp=ident(data, "timestamp"),
         sidechain=data.get("isSidechain") is True,
-        session_id=string(data, "sessionId"),
-        cwd=string(data, "cwd"),
-        git_branch=string(data, "gitBranch"),
+        session_id=ident(data, "sessionId"),
+        cwd=clip(string(data, "cwd")),
+        git_branch=clip(string(data, "gitBranch")),
     )
     forked = data.get("forkedFrom")
     if isinstance(forked, dict):

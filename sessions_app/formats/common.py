@@ -33,6 +33,14 @@ def string(data: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def ident(data: dict[str, Any], key: str) -> str | None:
+    """An id-like field (uuid, type): None unless a short, NUL-free string."""
+    value = data.get(key)
+    if isinstance(value, str) and len(value) <= 64 and "\x00" not in value:
+        return value
+    return None
+
+
 def integer(data: Any, key: str) -> int:
     """An integer field, 0 when missing or not a number."""
     if not isinstance(data, dict):
@@ -45,4 +53,6 @@ def clip(text: str | None) -> str | None:
     """Text kept in the database is bounded; the full line stays in the file."""
     if text is None:
         return None
-    return text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT]
+    text = text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT]
+    # PostgreSQL refuses NUL in text columns; the file keeps the original.
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text

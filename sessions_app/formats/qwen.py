@@ -15,7 +15,7 @@ from . import (
     USER_OTHER,
     ParsedRecord,
 )
-from .common import clip, integer, load, string
+from .common import clip, ident, integer, load, string
 
 
 def message_text(message: Any) -> str:
@@ -45,17 +45,17 @@ def parse_line(raw: bytes) -> ParsedRecord:
     data = load(raw)
     if isinstance(data, ParsedRecord):
         return data
-    raw_type = string(data, "type") or ""
+    raw_type = ident(data, "type") or ""
     record = ParsedRecord(
         kind=OTHER,
         raw_type=raw_type,
-        subtype=string(data, "subtype") or "",
-        uuid=string(data, "uuid"),
-        parent_uuid=string(data, "parentUuid"),
-        timestamp=string(data, "timestamp"),
-        session_id=string(data, "sessionId"),
-        cwd=string(data, "cwd"),
-        git_branch=string(data, "gitBranch"),
+        subtype=ident(data, "subtype") or "",
+        uuid=ident(data, "uuid"),
+        parent_uuid=ident(data, "parentUuid"),
+        timestamp=ident(data, "timestamp"),
+        session_id=ident(data, "sessionId"),
+        cwd=clip(string(data, "cwd")),
+        git_branch=clip(string(data, "gitBranch")),
     )
     message = data.get("message")
     if raw_type == "user":

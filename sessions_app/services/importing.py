@@ -21,7 +21,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Max
 from django.utils import timezone
 
-from ..conversation import Analysis, Node, analyse
+from ..conversation import Analysis, Node, analyse, node_from_record
 from ..formats import (
     ASSISTANT,
     INVALID,
@@ -182,6 +182,7 @@ def _import_open_file(
     _update_session(session, source, reader, analysis, nodes, stat, head)
     report.sessions += 1
     report.records += len(new_rows)
+    report.invalid += reader.invalid
     return session
 
 
@@ -250,20 +251,9 @@ class _FileReader:
             complete = raw.endswith(b"\n")
             record = parse_line(agent, raw)
             self._note(record, line_no)
-            ts = _parse_time(record.timestamp)
-            self.nodes.append(
-                Node(
-                    line_no,
-                    record.uuid,
-                    record.parent_uuid,
-                    record.kind,
-                    ts,
-                    record.sidechain,
-                    record.logical_parent_uuid,
-                    record.text,
-                )
-            )
-            rows.append((line_no, offset, length, record, ts))
+            node = node_from_record(line_no, record)
+            self.nodes.append(node)
+            rows.append((line_no, offset, length, record, node.timestamp))
             offset += length
             line_no += 1
             if complete:
@@ -300,19 +290,16 @@ class _FileReader:
             self.forked_from = record.forked_from
 
 
-def _parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
 def _existing_nodes(session: Session) -> list[Node]:
     rows = session.records.order_by("line").values_list(
-        "line", "uuid", "parent_uuid", "kind", "timestamp", "sidechain", "logical_parent_uuid", "text"
+        "line",
+        "uuid",
+        "parent_uuid",
+        "kind",
+        "timestamp",
+        "sidechain",
+        "logical_parent_uuid",
+        "text",
     )
     return [
         Node(line, uuid or None, parent or None, kind, ts, side, logical or None, text or None)
@@ -343,11 +330,12 @@ def _store_records(
             ]
             if updates:
                 cursor.executemany(
-                    f"UPDATE {table} SET turn = %s, active = %s WHERE session_id = %s AND line = %s",
+                    f"UPDATE {table} SET turn = %s, active = %s "  # noqa: S608 (table from _meta)
+                    "WHERE session_id = %s AND line = %s",
                     updates,
                 )
         sql = (
-            f"INSERT INTO {table} (session_id, line, \"offset\", length, uuid, parent_uuid, "
+            f'INSERT INTO {table} (session_id, line, "offset", length, uuid, parent_uuid, '  # noqa: S608
             "logical_parent_uuid, raw_type, subtype, kind, turn, active, sidechain, timestamp, "
             "text, error) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
         )
@@ -370,7 +358,7 @@ def _store_records(
                     analysis.active[i],
                     r.sidechain,
                     adapt(ts) if ts else None,
-                    _db_text(r.text),
+                    r.text or "",
                     (r.error or "")[:255],
                 )
             )
@@ -379,11 +367,6 @@ def _store_records(
                 batch.clear()
         if batch:
             cursor.executemany(sql, batch)
-
-
-def _db_text(text: str | None) -> str:
-    # PostgreSQL refuses NUL characters in text; they are still in the file.
-    return text.replace("\x00", "\ufffd") if text else ""
 
 
 def _update_session(
@@ -433,7 +416,7 @@ def _update_session(
     if session.updated_at is None:
         session.updated_at = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
     session.cwd = session.cwd or reader.cwd
-    session.git_branch = reader.git_branch or session.git_branch
+    session.git_branch = (reader.git_branch or session.git_branch)[:255]
     if source.is_subagent:
         session.owner_session_id = session.owner_session_id or _uuid_or_none(reader.owner_id)
         session.agent_name = session.agent_name or _subagent_name(source.path)

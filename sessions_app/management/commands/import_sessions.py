@@ -27,10 +27,14 @@ class Command(BaseCommand):
         )
         parser.add_argument("--no-progress", action="store_true", help="Never show a progress bar.")
 
-    def handle(self, *args: Any, roots: list[Path] | None, no_progress: bool, **options: Any) -> None:
+    def handle(
+        self, *args: Any, roots: list[Path] | None, no_progress: bool, **options: Any
+    ) -> None:
         if roots is None:
             # The defaults are optional: a machine may have only one of the CLIs.
-            roots = [r for r in settings.SESSION_ROOTS if r.exists()] or list(settings.SESSION_ROOTS)
+            roots = [r for r in settings.SESSION_ROOTS if r.exists()] or list(
+                settings.SESSION_ROOTS
+            )
         show = not no_progress and sys.stderr.isatty()
         bar = tqdm(unit="B", unit_scale=True, desc="importing", disable=not show, leave=False)
         report = sessions_import(roots=roots, progress=lambda _f, size: bar.update(size))

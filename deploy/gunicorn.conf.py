@@ -1,0 +1,18 @@
+"""gunicorn settings for branchboard (`gunicorn -c deploy/gunicorn.conf.py branchboard.wsgi`)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+bind = os.environ.get("BRANCHBOARD_BIND", "127.0.0.1:8000")
+# Forks and imports are I/O bound; two workers per core keeps pages responsive
+# while one request streams a large session.
+workers = int(os.environ.get("BRANCHBOARD_WORKERS", multiprocessing.cpu_count() * 2 + 1))
+threads = int(os.environ.get("BRANCHBOARD_THREADS", "2"))
+# A fork of a multi-GB session takes a while; don't kill the worker mid-write.
+timeout = int(os.environ.get("BRANCHBOARD_TIMEOUT", "300"))
+graceful_timeout = 30
+accesslog = os.environ.get("BRANCHBOARD_ACCESS_LOG", "-")
+errorlog = "-"
+forwarded_allow_ips = os.environ.get("BRANCHBOARD_FORWARDED_ALLOW_IPS", "127.0.0.1")

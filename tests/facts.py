@@ -1,0 +1,38 @@
+"""The facts each corpus file must yield (tests/fixtures mirrors shared/corpus)."""
+
+from __future__ import annotations
+
+# relative path under tests/fixtures -> turns on the active branch
+TURNS = {
+    "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl": 3,
+    "cli/claude/-home-dev-code-bigrepo/ad8024e4-83f0-4ff3-82f8-4e19f6c9127b.jsonl": 30,
+    "cli/claude/-home-dev-code-agents/04fa9149-8141-4f34-8bc2-f6d11b8fa354.jsonl": 2,
+    "cli/claude/-home-dev-code-forks/1d4a52d5-4001-489b-b03d-81bd7cf462c5.jsonl": 2,
+    "cli/claude/-home-dev-code-forks/ff61fa45-6bd0-4f30-be46-c8dcac5a359b.jsonl": 3,
+    "cli/qwen/-home-dev-code-qwenproj/chats/6fbeb39a-1e79-43ef-995c-46eedd93e6fe.jsonl": 3,
+    "synthetic/qwen/-home-dev-code-btwdemo/chats/5b0c1d2e-3f40-4a51-8b62-7c8d9e0fa1b2.jsonl": 3,
+    "public/claude/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl": 2,
+    "public/claude/-experiments-ideas/03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl": 4,
+    "public/claude/-experiments-ideas/a95fea4a-b88a-4e49-ac07-4cc323d8700c.jsonl": 0,
+    "public/claude/-Users-dain-workspace-claude-code-log-sample/0d3a8e6f-290f-4105-a327-a2496e5e2a83.jsonl": 4,
+    "public/claude/-Users-dain-workspace-claude-code-log-sample/4e27c414-a885-46a0-b5c8-d58e1417377d.jsonl": 0,
+    "public/claude/-src-deep-manifest/a7da6a22-facc-4fcd-8bab-f83c87862004.jsonl": 7,
+    "public/claude/-home-USER-projects-spotter-worktrees-spotter-dov/4d5611e5-241a-462a-8d15-5122611a9569.jsonl": 2,
+    "public/claude/-path-to-Demo/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl": 2,
+}
+
+SUBAGENT_FILES = {
+    "cli/claude/-home-dev-code-agents/04fa9149-8141-4f34-8bc2-f6d11b8fa354/subagents/agent-a0751b2961eeab05e.jsonl": "04fa9149-8141-4f34-8bc2-f6d11b8fa354",
+    "public/claude/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/agent-a4ca7529859c158c2.jsonl": "ef958aa1-0e93-49f0-bb71-150f63befcd1",
+    "public/claude/-home-USER-projects-spotter-worktrees-spotter-dov/4d5611e5-241a-462a-8d15-5122611a9569/subagents/agent-a2898e3.jsonl": "4d5611e5-241a-462a-8d15-5122611a9569",
+    "public/claude/-home-USER-projects-spotter-worktrees-spotter-dov/4d5611e5-241a-462a-8d15-5122611a9569/subagents/agent-acompact-e1f845.jsonl": "4d5611e5-241a-462a-8d15-5122611a9569",
+    "public/claude/-src-deep-manifest/agent-c8d9b115.jsonl": "a7da6a22-facc-4fcd-8bab-f83c87862004",
+}
+
+FORKS_TREE = "cli/claude/-home-dev-code-forks/ff61fa45-6bd0-4f30-be46-c8dcac5a359b.jsonl"
+IDEAS_REWIND = "public/claude/-experiments-ideas/03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl"
+QWEN_MID_TURN = (
+    "synthetic/qwen/-home-dev-code-btwdemo/chats/5b0c1d2e-3f40-4a51-8b62-7c8d9e0fa1b2.jsonl"
+)
+COMPACTED = "public/claude/-home-USER-projects-spotter-worktrees-spotter-dov/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+SIDECHAIN_INLINE = "public/claude/-path-to-Demo/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"

@@ -1,0 +1,379 @@
+"""Importing session files: counts, incrementality, idempotence, bad input."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import orjson
+import pytest
+from django.core.management import call_command
+
+from sessions_app.models import Project, Record, Session
+from sessions_app.services.importing import sessions_import
+
+from .conftest import ALL_ROOTS
+from .facts import FORKS_TREE, SUBAGENT_FILES, TURNS
+
+pytestmark = pytest.mark.django_db
+
+
+def _session(corpus: Path, relpath: str) -> Session:
+    return Session.objects.get(path=str(corpus / relpath))
+
+
+def _user(text: str, parent: str | None, sid: str, ts: str = "2026-01-01T00:00:00.000Z") -> dict:
+    return {
+        "type": "user",
+        "uuid": str(uuid.uuid4()),
+        "parentUuid": parent,
+        "sessionId": sid,
+        "timestamp": ts,
+        "cwd": "/work/demo",
+        "message": {"role": "user", "content": text},
+    }
+
+
+def _assistant(text: str, parent: str, sid: str, ts: str = "2026-01-01T00:00:01.000Z") -> dict:
+    return {
+        "type": "assistant",
+        "uuid": str(uuid.uuid4()),
+        "parentUuid": parent,
+        "sessionId": sid,
+        "timestamp": ts,
+        "message": {
+            "id": f"msg_{uuid.uuid4().hex}",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [{"type": "text", "text": text}],
+            "usage": {"input_tokens": 3, "output_tokens": 2},
+        },
+    }
+
+
+def make_session(root: Path, turns: int, *, project: str = "-work-demo") -> tuple[Path, list[dict]]:
+    """A small Claude Code session file with `turns` prompt/answer pairs."""
+    sid = str(uuid.uuid4())
+    folder = root / project
+    folder.mkdir(parents=True, exist_ok=True)
+    records: list[dict] = []
+    parent = None
+    for n in range(turns):
+        u = _user(f"prompt {n + 1}", parent, sid, f"2026-01-01T00:{n:02d}:00.000Z")
+        a = _assistant(f"answer {n + 1}", u["uuid"], sid, f"2026-01-01T00:{n:02d}:30.000Z")
+        records += [u, a]
+        parent = a["uuid"]
+    path = folder / f"{sid}.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    return path, records
+
+
+def test_corpus_imports_with_the_listed_turn_counts(corpus: Path, corpus_roots: list[Path]) -> None:
+    report = sessions_import(roots=corpus_roots)
+    assert report.errors == []
+    for relpath, turns in TURNS.items():
+        assert _session(corpus, relpath).turn_count == turns, relpath
+    assert Session.objects.listed().count() == len(TURNS)
+
+
+def test_subagent_files_attach_to_their_parent(corpus: Path, corpus_roots: list[Path]) -> None:
+    sessions_import(roots=corpus_roots)
+    for relpath, owner in SUBAGENT_FILES.items():
+        sub = _session(corpus, relpath)
+        assert sub.is_subagent and str(sub.owner_session_id) == owner
+    listed_paths = set(Session.objects.listed().values_list("path", flat=True))
+    assert not any("agent-" in Path(p).name for p in listed_paths)
+
+
+def test_second_import_changes_nothing(corpus_roots: list[Path]) -> None:
+    sessions_import(roots=corpus_roots)
+    before = list(Record.objects.order_by("id").values_list("id", "session_id", "line", "turn"))
+    sessions = list(Session.objects.order_by("id").values())
+    report = sessions_import(roots=corpus_roots)
+    assert report.sessions == 0 and report.records == 0
+    assert report.skipped == report.files == len(TURNS) + len(SUBAGENT_FILES)
+    assert (
+        list(Record.objects.order_by("id").values_list("id", "session_id", "line", "turn"))
+        == before
+    )
+    assert list(Session.objects.order_by("id").values()) == sessions
+
+
+def test_unchanged_file_is_not_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, _ = make_session(tmp_path, 2)
+    sessions_import(roots=[tmp_path])
+    opened: list[Path] = []
+    real_open = Path.open
+
+    def spy(self: Path, *args, **kwargs):
+        opened.append(self)
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", spy)
+    report = sessions_import(roots=[tmp_path])
+    assert report.skipped == 1 and path not in opened
+
+
+def test_records_point_at_the_exact_bytes(corpus: Path, corpus_roots: list[Path]) -> None:
+    sessions_import(roots=corpus_roots)
+    session = _session(corpus, FORKS_TREE)
+    data = Path(session.path).read_bytes()
+    pieces = [data[r.offset : r.offset + r.length] for r in session.records.order_by("line")]
+    assert b"".join(pieces) == data
+    kinds = set(session.records.values_list("raw_type", flat=True))
+    assert {"atis-latch", "agent-name", "api-request-blob"} <= kinds
+
+
+def test_unknown_record_types_are_kept_byte_exact(tmp_path: Path) -> None:
+    path, _records = make_session(tmp_path, 1)
+    odd = b'{"type":"future-thing","weird":[1,2,{"x":"\\u00e9"}],"uuid":null}\n'
+    with path.open("ab") as f:
+        f.write(odd)
+    sessions_import(roots=[tmp_path])
+    record = Record.objects.get(raw_type="future-thing")
+    with path.open("rb") as f:
+        f.seek(record.offset)
+        assert f.read(record.length) == odd
+    assert record.kind == "other"
+
+
+def test_grown_file_reads_only_new_bytes(tmp_path: Path) -> None:
+    path, records = make_session(tmp_path, 2)
+    sessions_import(roots=[tmp_path])
+    session = Session.objects.get()
+    first_ids = list(session.records.order_by("line").values_list("id", flat=True))
+    size_before = path.stat().st_size
+    sid = records[0]["sessionId"]
+    u = _user("prompt 3", records[-1]["uuid"], sid, "2026-01-01T01:00:00.000Z")
+    a = _assistant("answer 3", u["uuid"], sid, "2026-01-01T01:00:30.000Z")
+    with path.open("ab") as f:
+        f.write(orjson.dumps(u) + b"\n" + orjson.dumps(a) + b"\n")
+    report = sessions_import(roots=[tmp_path])
+    session.refresh_from_db()
+    assert report.records == 2
+    assert session.turn_count == 3 and session.bytes_imported == path.stat().st_size
+    assert list(session.records.order_by("line").values_list("id", flat=True))[:4] == first_ids
+    new = session.records.get(line=4)
+    assert new.offset == size_before and new.turn == 3 and new.active
+
+
+def test_half_written_last_line_is_read_again_when_complete(tmp_path: Path) -> None:
+    path, records = make_session(tmp_path, 1)
+    sid = records[0]["sessionId"]
+    u = _user("second prompt", records[-1]["uuid"], sid, "2026-01-01T02:00:00.000Z")
+    line = orjson.dumps(u) + b"\n"
+    with path.open("ab") as f:
+        f.write(line[:25])
+    report = sessions_import(roots=[tmp_path])
+    session = Session.objects.get()
+    assert session.invalid_count == 1 and session.turn_count == 1
+    assert any(":3: not valid JSON" in e for e in report.errors)
+    with path.open("ab") as f:
+        f.write(line[25:])
+    sessions_import(roots=[tmp_path])
+    session.refresh_from_db()
+    assert session.invalid_count == 0 and session.turn_count == 2
+    assert session.records.count() == 3
+
+
+def test_rewritten_file_is_imported_again(tmp_path: Path) -> None:
+    path, records = make_session(tmp_path, 3)
+    sessions_import(roots=[tmp_path])
+    kept = records[:2]
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in kept))
+    sessions_import(roots=[tmp_path])
+    session = Session.objects.get()
+    assert session.turn_count == 1 and session.records.count() == 2
+
+
+def test_rewritten_file_with_a_new_head_is_imported_again(tmp_path: Path) -> None:
+    path, records = make_session(tmp_path, 2)
+    sessions_import(roots=[tmp_path])
+    records[0]["message"]["content"] = "a changed first prompt, and longer than before"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    sessions_import(roots=[tmp_path])
+    session = Session.objects.get()
+    assert session.first_prompt == "a changed first prompt, and longer than before"
+    assert session.records.count() == 4
+
+
+def test_bad_lines_are_counted_and_named(tmp_path: Path) -> None:
+    path, _records = make_session(tmp_path, 2)
+    data = path.read_bytes().splitlines(keepends=True)
+    data.insert(1, b"{not json\n")
+    data.insert(2, b"[1, 2]\n")
+    data.insert(3, b"\n")
+    path.write_bytes(b"".join(data))
+    report = sessions_import(roots=[tmp_path])
+    session = Session.objects.get()
+    assert session.invalid_count == 3 and session.turn_count == 2
+    assert f"{path}:2: not valid JSON" in "\n".join(report.errors)
+    assert f"{path}:3: a JSON list, not an object" in report.errors
+    assert report.invalid == 3
+
+
+def test_non_utf8_bytes_do_not_lose_the_record(tmp_path: Path) -> None:
+    path, records = make_session(tmp_path, 1)
+    sid = records[0]["sessionId"]
+    line = orjson.dumps(_user("caf\u00e9 X", records[-1]["uuid"], sid, "2026-01-02T00:00:00Z"))
+    line = line.replace("\u00e9".encode(), b"\xff") + b"\n"
+    with path.open("ab") as f:
+        f.write(line)
+    sessions_import(roots=[tmp_path])
+    session = Session.objects.get()
+    assert session.turn_count == 2
+    assert session.records.get(line=2).text == "caf\ufffd X"
+
+
+def test_html_and_control_characters_are_stored_as_text(tmp_path: Path) -> None:
+    path, _records = make_session(tmp_path, 0)
+    sid = str(uuid.uuid4())
+    evil = "<script>alert(1)</script>\x00\x07 [x](javascript:alert(1))"
+    path.write_bytes(orjson.dumps(_user(evil, None, sid)) + b"\n")
+    sessions_import(roots=[tmp_path])
+    session = Session.objects.get()
+    assert session.turn_count == 1
+    assert session.first_prompt.startswith("<script>alert(1)</script>")
+
+
+def test_huge_line_is_imported_with_bounded_text(tmp_path: Path) -> None:
+    path, records = make_session(tmp_path, 1)
+    sid = records[0]["sessionId"]
+    big = _user("x" * 5_000_000, records[-1]["uuid"], sid, "2026-01-02T00:00:00Z")
+    with path.open("ab") as f:
+        f.write(orjson.dumps(big) + b"\n")
+    sessions_import(roots=[tmp_path])
+    record = Record.objects.get(line=2)
+    assert record.length > 5_000_000 and len(record.text) == 2000
+    assert Session.objects.get().turn_count == 2
+
+
+def test_empty_file_is_a_session_with_nothing_in_it(tmp_path: Path) -> None:
+    folder = tmp_path / "-work-empty"
+    folder.mkdir()
+    (folder / f"{uuid.uuid4()}.jsonl").write_bytes(b"")
+    report = sessions_import(roots=[tmp_path])
+    assert report.errors == []
+    session = Session.objects.get()
+    assert session.record_count == 0 and session.turn_count == 0
+
+
+def test_missing_root_is_reported_and_others_still_import(tmp_path: Path) -> None:
+    make_session(tmp_path / "real", 1)
+    report = sessions_import(roots=[tmp_path / "nope", tmp_path / "real"])
+    assert report.errors == [f"{tmp_path / 'nope'}: session root does not exist"]
+    assert Session.objects.count() == 1
+
+
+def test_file_vanishing_mid_scan_is_reported_and_nothing_is_lost(tmp_path: Path) -> None:
+    first, _ = make_session(tmp_path, 1, project="-a")
+    second, _ = make_session(tmp_path, 1, project="-b")
+    sessions_import(roots=[tmp_path])
+    with first.open("ab") as f:
+        f.write(b"\n")
+    with second.open("ab") as f:
+        f.write(b"\n")
+
+    def remove_the_other(source, _size):
+        other = second if source.path == first else first
+        other.unlink(missing_ok=True)
+
+    report = sessions_import(roots=[tmp_path], progress=remove_the_other)
+    assert any("vanished" in e for e in report.errors)
+    assert Session.objects.count() == 2
+    assert all(s.turn_count == 1 for s in Session.objects.all())
+
+
+def test_non_session_file_names_are_skipped_with_a_message(tmp_path: Path) -> None:
+    folder = tmp_path / "-work-x"
+    folder.mkdir()
+    (folder / "notes.jsonl").write_text("{}\n")
+    report = sessions_import(roots=[tmp_path])
+    assert report.errors == [
+        f"{folder / 'notes.jsonl'}: skipped, the file name is not a session id"
+    ]
+
+
+def test_duplicate_session_id_in_two_roots_is_reported(tmp_path: Path) -> None:
+    path, _ = make_session(tmp_path / "one", 1)
+    copy = tmp_path / "two" / path.parent.name / path.name
+    copy.parent.mkdir(parents=True)
+    shutil.copy(path, copy)
+    report = sessions_import(roots=[tmp_path / "one", tmp_path / "two"])
+    assert Session.objects.count() == 1
+    assert any("already imported from" in e for e in report.errors)
+
+
+def test_project_takes_its_path_from_cwd(corpus_roots: list[Path]) -> None:
+    sessions_import(roots=corpus_roots)
+    project = Project.objects.get(folder__endswith="-home-dev-code-webapp")
+    assert project.path == "/home/dev/code/webapp" and project.session_count == 1
+    qwen = Project.objects.get(folder__endswith="-home-dev-code-qwenproj")
+    assert qwen.agent == "qwen"
+
+
+def test_cli_made_branch_is_linked_to_its_source(corpus: Path, corpus_roots: list[Path]) -> None:
+    sessions_import(roots=corpus_roots)
+    branch = _session(corpus, FORKS_TREE)
+    assert branch.kind == "branch" and str(branch.parent.session_id).startswith("1d4a52d5")
+    assert branch.title == "my-experiment"
+
+
+def test_import_command_prints_summary_and_errors(tmp_path: Path) -> None:
+    make_session(tmp_path, 2)
+    out, err = io.StringIO(), io.StringIO()
+    call_command(
+        "import_sessions",
+        "--root",
+        str(tmp_path),
+        "--root",
+        str(tmp_path / "x"),
+        stdout=out,
+        stderr=err,
+    )
+    assert "1 files, 1 sessions imported, 4 records" in out.getvalue()
+    assert "session root does not exist" in err.getvalue()
+
+
+def test_env_roots_are_used_by_default(tmp_path: Path, settings) -> None:
+    make_session(tmp_path, 1)
+    settings.SESSION_ROOTS = [tmp_path]
+    call_command("import_sessions", stdout=io.StringIO(), stderr=io.StringIO())
+    assert Session.objects.count() == 1
+
+
+def test_all_fixture_roots_exist() -> None:
+    from .conftest import FIXTURES
+
+    assert all((FIXTURES / r).is_dir() for r in ALL_ROOTS)
+    assert os.access(FIXTURES, os.R_OK)
+
+
+def test_oversized_and_odd_fields_do_not_break_the_import(tmp_path: Path) -> None:
+    folder = tmp_path / "-w"
+    folder.mkdir()
+    odd = {
+        "type": "t" * 100,
+        "uuid": "u" * 300,
+        "parentUuid": "nul\x00here",
+        "gitBranch": "b" * 1000,
+        "cwd": "/odd\x00dir",
+        "timestamp": "not a time",
+    }
+    prompt = {
+        "type": "user",
+        "uuid": "p1",
+        "gitBranch": "g" * 1000,
+        "timestamp": "2026-13-45T99:99:99Z",
+        "message": {"content": "hello"},
+    }
+    path = folder / f"{uuid.uuid4()}.jsonl"
+    path.write_bytes(orjson.dumps(odd) + b"\n" + orjson.dumps(prompt) + b"\n")
+    report = sessions_import(roots=[tmp_path])
+    assert report.errors == []
+    session = Session.objects.get()
+    assert session.turn_count == 1 and session.record_count == 2
+    assert len(session.git_branch) == 255

@@ -1,0 +1,108 @@
+"""Property tests: whatever the session, the database agrees with the pure reader."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sessions_app.models import Session
+from sessions_app.services.importing import sessions_import
+
+from .reading import analyse_file
+
+pytestmark = pytest.mark.django_db
+
+STEP = st.sampled_from(
+    ["prompt", "answer", "tool", "meta", "progress", "rewind", "bookkeeping", "junk"]
+)
+
+
+def build(steps: list[str]) -> list[bytes]:
+    """Turn a list of steps into session lines, rewinds included."""
+    sid = str(uuid.uuid4())
+    lines: list[bytes] = []
+    chain: list[str] = []  # uuids on the current branch
+    for n, step in enumerate(steps):
+        ts = f"2026-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}.000Z"
+        parent = chain[-1] if chain else None
+        rec: dict = {
+            "uuid": str(uuid.uuid4()),
+            "parentUuid": parent,
+            "sessionId": sid,
+            "timestamp": ts,
+        }
+        if step == "prompt":
+            rec |= {"type": "user", "message": {"role": "user", "content": f"p{n}"}}
+        elif step == "answer":
+            rec |= {
+                "type": "assistant",
+                "message": {"role": "assistant", "content": [{"type": "text", "text": "a"}]},
+            }
+        elif step == "tool":
+            rec |= {
+                "type": "user",
+                "message": {
+                    "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]
+                },
+            }
+        elif step == "meta":
+            rec |= {"type": "user", "isMeta": True, "message": {"content": "meta"}}
+        elif step == "progress":
+            rec |= {"type": "progress", "data": {}}
+            lines.append(orjson.dumps(rec) + b"\n")
+            continue  # a side branch: the chain goes on from its parent
+        elif step == "rewind":
+            chain = chain[: len(chain) // 2]
+            continue
+        elif step == "bookkeeping":
+            lines.append(orjson.dumps({"type": "last-prompt", "sessionId": sid}) + b"\n")
+            continue
+        else:
+            lines.append(b'{"broken\n')
+            continue
+        lines.append(orjson.dumps(rec) + b"\n")
+        chain.append(rec["uuid"])
+    return lines
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=st.lists(STEP, max_size=40), cut=st.integers(min_value=0, max_value=40))
+def test_import_agrees_with_reader_even_when_read_in_two_parts(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[str], cut: int
+) -> None:
+    root = tmp_path_factory.mktemp("root")
+    folder = root / "-work-prop"
+    folder.mkdir()
+    path = folder / f"{uuid.uuid4()}.jsonl"
+    lines = build(steps)
+    cut = min(cut, len(lines))
+    path.write_bytes(b"".join(lines[:cut]))
+    sessions_import(roots=[root])
+    path.write_bytes(b"".join(lines))
+    sessions_import(roots=[root])
+
+    _nodes, analysis = analyse_file(path)
+    session = Session.objects.get(path=str(path))
+    assert session.turn_count == analysis.turn_count
+    stored = list(session.records.order_by("line").values_list("turn", "active"))
+    assert stored == list(zip(analysis.turn, analysis.active, strict=True))
+    assert session.record_count == len(lines)
+    Session.objects.all().delete()
+
+
+def test_generated_session_with_rewind_has_abandoned_branch(tmp_path: Path) -> None:
+    lines = build(["prompt", "answer", "prompt", "answer", "rewind", "prompt", "answer"])
+    folder = tmp_path / "-w"
+    folder.mkdir()
+    path = folder / f"{uuid.uuid4()}.jsonl"
+    path.write_bytes(b"".join(lines))
+    _, analysis = analyse_file(path)
+    assert analysis.turn_count == 2
+    assert [(b.at_turn, b.turns) for b in analysis.abandoned] == [(2, 1)]
