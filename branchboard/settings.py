@@ -147,6 +147,9 @@ else:
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 20,
             },
+            # A file, not shared-cache memory, so tests see the same locking as
+            # the real thing when threads write at once.
+            "TEST": {"NAME": str(DATA_DIR / "test-branchboard.sqlite3")},
         }
     }
 

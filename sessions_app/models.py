@@ -78,6 +78,8 @@ class Session(models.Model):
     )
     kind = models.CharField(max_length=16, choices=Kind, default=Kind.ORIGINAL, blank=True)
     fork_turn = models.PositiveIntegerField(null=True, blank=True)
+    # Set by a rewind, cleared by its undo or when the session changes again.
+    rewind_undo = models.JSONField(default=dict, blank=True)
 
     # Import state: enough to skip an unchanged file without opening it.
     file_size = models.BigIntegerField(default=0)

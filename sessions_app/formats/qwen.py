@@ -79,7 +79,7 @@ def parse_line(raw: bytes) -> ParsedRecord:
     elif raw_type == "system":
         record.kind = REWIND if record.subtype == "rewind" else SYSTEM
         payload = data.get("systemPayload")
-        if record.subtype in ("session_title", "title") and isinstance(payload, dict):
+        if record.subtype == "custom_title" and isinstance(payload, dict):
             record.kind = TITLE
-            record.title = clip(string(payload, "title"))
+            record.title = clip(string(payload, "customTitle"))
     return record

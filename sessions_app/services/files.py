@@ -1,0 +1,73 @@
+"""Atomic, exclusive file writes. Nothing here ever overwrites a file in place."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _temp_path(target: Path) -> Path:
+    # A dot name that does not end in .jsonl: the CLIs and the importer ignore it.
+    return target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+
+
+@contextlib.contextmanager
+def create_exclusive(target: Path) -> Iterator[BinaryIO]:
+    """Write a new file that appears under `target` only once complete.
+
+    The data goes to a temporary file in the same folder (mode 0600), is fsynced,
+    then hard-linked to `target`, which fails if `target` exists: a crash never
+    leaves a partial file under the final name, and nothing is overwritten.
+    """
+    temp = _temp_path(target)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb", buffering=1024 * 1024) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(temp, target)
+        _fsync_dir(target.parent)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def replace_atomically(target: Path) -> Iterator[BinaryIO]:
+    """Rewrite `target`: a fsynced temporary file renamed over it, mode kept."""
+    temp = _temp_path(target)
+    mode = target.stat().st_mode & 0o777
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        with os.fdopen(fd, "wb", buffering=1024 * 1024) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, target)
+        _fsync_dir(target.parent)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def append_durably(target: Path, data: bytes) -> None:
+    """Append whole lines to an existing file and fsync them."""
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
