@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -86,9 +87,20 @@ def _secret_key() -> str:
 SECRET_KEY = _secret_key()
 DEBUG = env_bool("BRANCHBOARD_DEBUG", False)
 
+# Local mode answers only to loopback names, so a page elsewhere cannot reach it
+# through DNS rebinding. Naming other hosts turns on team mode.
+# A session written to less than this many seconds ago may still be in use by a
+# CLI; rewinding it is refused.
+BRANCHBOARD_BUSY_SECONDS = env_int("BRANCHBOARD_BUSY_SECONDS", 5)
+
 LOCAL_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
-ALLOWED_HOSTS = LOCAL_HOSTS + env_list("BRANCHBOARD_ALLOWED_HOSTS", [])
+EXTRA_HOSTS = env_list("BRANCHBOARD_ALLOWED_HOSTS", [])
+ALLOWED_HOSTS = LOCAL_HOSTS + EXTRA_HOSTS
 CSRF_TRUSTED_ORIGINS = env_list("BRANCHBOARD_CSRF_TRUSTED_ORIGINS", [])
+# Team mode: every page needs a login; writes need the write_sessions permission.
+TEAM_MODE = env_bool("BRANCHBOARD_TEAM_MODE", bool(EXTRA_HOSTS))
+# Behind TLS (team server): secure cookies and HSTS.
+BEHIND_TLS = env_bool("BRANCHBOARD_TLS", False)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -111,8 +123,31 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
+if TEAM_MODE:
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
+        "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    )
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"
+
+# Transcripts are untrusted: no inline script or style, nothing from elsewhere.
+# Images inside transcripts are shown from data: URLs, never fetched.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF],
+}
 
 ROOT_URLCONF = "branchboard.urls"
 WSGI_APPLICATION = "branchboard.wsgi.application"
@@ -171,6 +206,23 @@ WHITENOISE_AUTOREFRESH = DEBUG
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
+SESSION_COOKIE_SAMESITE = "Lax"
+if BEHIND_TLS:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = env_bool("BRANCHBOARD_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = env_int("BRANCHBOARD_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = env_bool("BRANCHBOARD_HSTS_PRELOAD", False)
+    if not SECURE_HSTS_PRELOAD:
+        # Joining the browsers' preload list binds every subdomain for months: the
+        # owner of the domain decides (BRANCHBOARD_HSTS_PRELOAD=1), not a default.
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Requests are small; a large body is a mistake or an attack.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BRANCHBOARD_MAX_BODY", 256 * 1024)
 
 LOGGING = {
     "version": 1,

@@ -2,12 +2,13 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from .models import Project, Session
+from .models import ApiToken, AuditEntry, Project, Session
 
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
     list_display = ["path", "agent", "session_count", "last_activity"]
+    search_fields = ["path", "folder"]
 
 
 @admin.register(Session)
@@ -16,3 +17,27 @@ class SessionAdmin(admin.ModelAdmin):
     list_filter = ["agent", "kind", "is_subagent"]
     search_fields = ["title", "session_id", "first_prompt"]
     raw_id_fields = ["project", "parent"]
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    """The audit log is evidence: visible to admins, never edited."""
+
+    list_display = ["at", "actor", "via", "action", "session_id", "result_session_id", "turn"]
+    list_filter = ["action", "via"]
+    search_fields = ["actor", "session_id", "result_session_id"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["name", "user", "created_at", "last_used_at"]
+    readonly_fields = ["key_hash", "created_at", "last_used_at"]

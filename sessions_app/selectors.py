@@ -2,22 +2,166 @@
 
 from __future__ import annotations
 
-import orjson
-from django.db.models import Prefetch, QuerySet
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, BinaryIO
 
+import orjson
+from django.db.models import Count, Prefetch, Q, QuerySet
+
+from .conversation import Node, analyse
 from .formats import COMMAND, PROMPT, QWEN, claude, qwen
-from .models import Project, Session
+from .models import Project, Record, Session
 from .resume import resume_command
+from .transcript import RawRecord
+
+PAGE_TURNS = 20
+SESSION_SORTS = {
+    "updated": "-updated_at",
+    "started": "-started_at",
+    "turns": "-turn_count",
+    "title": "title",
+    "tokens": "-output_tokens",
+}
+
+
+def projects_for_dashboard(*, query: str = "") -> QuerySet[Project]:
+    """Projects with sessions, most recently active first, optionally filtered by path."""
+    projects = Project.objects.filter(session_count__gt=0)
+    if query:
+        projects = projects.filter(Q(path__icontains=query) | Q(folder__icontains=query))
+    return projects.order_by("-last_activity", "folder")
 
 
 def projects_with_sessions(*, per_project: int = 20) -> QuerySet[Project]:
     """Projects by last activity, each with its most recent listed sessions."""
     recent = Session.objects.listed().order_by("-updated_at")
-    return (
-        Project.objects.filter(session_count__gt=0)
-        .order_by("-last_activity", "folder")
-        .prefetch_related(Prefetch("sessions", queryset=recent, to_attr="recent_sessions"))
+    return projects_for_dashboard().prefetch_related(
+        Prefetch("sessions", queryset=recent, to_attr="recent_sessions")
     )
+
+
+def sessions_of_project(*, project: Project, query: str = "", sort: str = "updated") -> QuerySet:
+    """A project's listed sessions with their parent and child count, for one sorted list."""
+    sessions = (
+        Session.objects.listed()
+        .filter(project=project)
+        .select_related("parent")
+        .annotate(children_count=Count("children"))
+        .defer("abandoned", "first_prompt", "rewind_undo")
+    )
+    if query:
+        sessions = sessions.filter(
+            Q(title__icontains=query) | Q(first_prompt__icontains=query) | Q(git_branch=query)
+        )
+    return sessions.order_by(SESSION_SORTS.get(sort, "-updated_at"), "-id")
+
+
+def transcript_records(
+    session: Session, *, first_turn: int, last_turn: int, show_all: bool = False
+) -> list[RawRecord]:
+    """The records of turns first..last, in file order, each with its parsed line."""
+    rows = Record.objects.filter(session=session, turn__gte=first_turn, turn__lte=last_turn)
+    if first_turn <= 1 and show_all:
+        rows = Record.objects.filter(session=session).filter(
+            Q(turn__gte=first_turn, turn__lte=last_turn) | Q(turn__isnull=True, active=True)
+        )
+    if not show_all:
+        rows = rows.filter(active=True)
+    return _with_data(session, rows.order_by("line"))
+
+
+def branch_records(session: Session, leaf_uuid: str) -> tuple[list[RawRecord], int]:
+    """The records of the branch that ends at `leaf_uuid` (an abandoned one), numbered."""
+    rows = list(session.records.order_by("line"))
+    nodes = [
+        Node(
+            r.line,
+            r.uuid or None,
+            r.parent_uuid or None,
+            r.kind,
+            r.timestamp,
+            r.sidechain,
+            r.logical_parent_uuid or None,
+            r.text or None,
+        )
+        for r in rows
+    ]
+    analysis = analyse(nodes, session.agent, leaf_uuid=leaf_uuid)
+    for i, row in enumerate(rows):
+        row.turn, row.active = analysis.turn[i], analysis.active[i]
+    picked = [r for r in rows if r.active]
+    return _with_data(session, picked), analysis.turn_count
+
+
+def record_at(session: Session, line: int) -> RawRecord | None:
+    """One record with its parsed line, for "show all" of a long output."""
+    rows = session.records.filter(line=line)
+    found = _with_data(session, rows)
+    return found[0] if found else None
+
+
+def _with_data(session: Session, rows: Iterable[Record]) -> list[RawRecord]:
+    try:
+        f = open(session.path, "rb")  # noqa: SIM115 (closed below)
+    except OSError:
+        return [_raw(row, None) for row in rows]
+    with f:
+        return [_raw(row, _load(f, row.offset, row.length)) for row in rows]
+
+
+def _load(f: BinaryIO, offset: int, length: int) -> Any:
+    f.seek(offset)
+    try:
+        return orjson.loads(f.read(length))
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _raw(row: Record, data: Any) -> RawRecord:
+    return RawRecord(
+        line=row.line,
+        kind=row.kind,
+        raw_type=row.raw_type,
+        subtype=row.subtype,
+        turn=row.turn,
+        active=row.active,
+        sidechain=row.sidechain,
+        timestamp=row.timestamp,
+        data=data,
+        length=row.length,
+        text=row.text,
+    )
+
+
+def subagents_of(session: Session) -> dict[str, Session]:
+    """The session's subagent transcripts by agent id (from `agent-<id>.jsonl`)."""
+    subs = Session.objects.filter(is_subagent=True, owner_session_id=session.session_id)
+    out = {}
+    for sub in subs.only("id", "path", "agent_name", "record_count", "session_id"):
+        name = sub.path.rsplit("/", 1)[-1].removesuffix(".jsonl").removeprefix("agent-")
+        out[name] = sub
+    return out
+
+
+def lineage_of(session: Session) -> list[Session]:
+    """Every session in the family of `session`: its root and all descendants."""
+    root = session
+    ancestors = {root.pk}
+    while root.parent_id and root.parent_id not in ancestors:
+        root = Session.objects.get(pk=root.parent_id)
+        ancestors.add(root.pk)
+    seen = {root.pk}
+    family = [root]
+    frontier = [root.pk]
+    while frontier:
+        children = list(
+            Session.objects.filter(parent_id__in=frontier).exclude(pk__in=seen).order_by("id")
+        )
+        seen.update(c.pk for c in children)
+        family.extend(children)
+        frontier = [c.pk for c in children]
+    return family
 
 
 def turn_prompt_text(session: Session, turn: int) -> str:
@@ -54,3 +198,57 @@ def session_summary(session: Session) -> dict:
         "turn": session.fork_turn,
         "resume_command": resume_command(session),
     }
+
+
+def subagent_records(sub: Session) -> list[RawRecord]:
+    """A subagent transcript's records, shown as one conversation of its own."""
+    records = _with_data(sub, sub.records.order_by("line"))
+    for record in records:
+        # Every record of a subagent file is a sidechain; here it is the main line.
+        record.sidechain, record.active, record.turn = False, True, 1
+    return records
+
+
+def turn_list(session: Session) -> list[dict]:
+    """Every turn of the active branch with its prompt text (bounded) and time."""
+    rows = (
+        session.records.filter(active=True, kind__in=[PROMPT, COMMAND], turn__isnull=False)
+        .order_by("line")
+        .values_list("turn", "text", "timestamp", "uuid")
+    )
+    seen: set[int] = set()
+    turns = []
+    for turn, text, timestamp, record_uuid in rows:
+        if turn in seen:
+            continue
+        seen.add(turn)
+        turns.append(
+            {
+                "turn": turn,
+                "prompt": text,
+                "timestamp": timestamp.isoformat() if timestamp else None,
+                "uuid": record_uuid,
+            }
+        )
+    return turns
+
+
+def undo_available(session: Session) -> bool:
+    """Whether the last rewind can still be undone: the file is as the rewind left it."""
+    state = session.rewind_undo or {}
+    if not state:
+        return False
+    try:
+        stat = Path(session.path).stat()
+    except OSError:
+        return False
+    return (stat.st_size, stat.st_mtime_ns) == (state.get("size"), state.get("mtime_ns"))
+
+
+def edit_prompt(session: Session) -> str | None:
+    """For an edit & fork not yet carried on: the prompt it was cut before, to edit."""
+    if session.kind != Session.Kind.FORK_BEFORE or not session.parent_id or not session.fork_turn:
+        return None
+    if session.turn_count != session.fork_turn - 1:
+        return None
+    return turn_prompt_text(session.parent, session.fork_turn)

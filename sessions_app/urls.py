@@ -2,10 +2,27 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import views
+from . import actions, views
 
 app_name = "sessions"
 
 urlpatterns = [
     path("", views.project_list, name="project_list"),
+    path("projects/<int:pk>/", views.project_detail, name="project_detail"),
+    path("sessions/<uuid:session_id>/", views.session_detail, name="session_detail"),
+    path(
+        "sessions/<uuid:session_id>/records/<int:line>/output/",
+        views.record_output,
+        name="record_output",
+    ),
+    path(
+        "sessions/<uuid:session_id>/subagents/<str:agent_id>/",
+        views.subagent,
+        name="subagent",
+    ),
+    path("sessions/<uuid:session_id>/lineage/", views.lineage, name="lineage"),
+    path("sessions/<uuid:session_id>/export.<str:fmt>", views.export, name="export"),
+    path("sessions/<uuid:session_id>/fork/", actions.fork, name="fork"),
+    path("sessions/<uuid:session_id>/rewind/", actions.rewind, name="rewind"),
+    path("sessions/<uuid:session_id>/rewind/undo/", actions.rewind_undo, name="rewind_undo"),
 ]

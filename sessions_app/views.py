@@ -1,13 +1,172 @@
-"""Pages. Thin: a selector or a service call, then render."""
+"""Pages. Thin: an access helper, a selector, then render."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+import re
+import uuid
 
-from .selectors import projects_with_sessions
+from django.core.paginator import Paginator
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from . import exporting, selectors
+from .lineage import lineage_svg
+from .models import Project, Session
+from .permissions import can_write
+from .resume import resume_command
+from .transcript import build_turns
+
+AGENT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
+def _session(session_id: uuid.UUID) -> Session:
+    return get_object_or_404(
+        Session.objects.listed().select_related("project", "parent"), session_id=session_id
+    )
+
+
+def _int(value: str | None, default: int, *, low: int = 0, high: int = 10**9) -> int:
+    try:
+        return min(max(int(value or default), low), high)
+    except ValueError:
+        return default
+
+
+@require_GET
 def project_list(request: HttpRequest) -> HttpResponse:
-    """Every project with its sessions, newest activity first."""
-    return render(request, "sessions_app/project_list.html", {"projects": projects_with_sessions()})
+    """Every project, most recently active first, with a filter box."""
+    query = request.GET.get("q", "").strip()[:200]
+    projects = selectors.projects_for_dashboard(query=query)
+    template = "sessions_app/project_list.html"
+    if request.htmx:
+        template += "#project-list"
+    return render(request, template, {"projects": projects, "query": query})
+
+
+@require_GET
+def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """The sessions of one project: sorted, filtered, paginated."""
+    project = get_object_or_404(Project, pk=pk)
+    query = request.GET.get("q", "").strip()[:200]
+    sort = request.GET.get("sort", "updated")
+    sessions = selectors.sessions_of_project(project=project, query=query, sort=sort)
+    page = Paginator(sessions, 50).get_page(request.GET.get("page"))
+    template = "sessions_app/project_detail.html"
+    if request.htmx:
+        template += "#session-list"
+    context = {
+        "project": project,
+        "page": page,
+        "query": query,
+        "sort": sort,
+        "can_write": can_write(request.user),
+    }
+    return render(request, template, context)
+
+
+@require_GET
+def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """The transcript: the active branch, a page of turns at a time."""
+    session = _session(session_id)
+    show_all = request.GET.get("all") == "1"
+    after = _int(request.GET.get("after"), 0, high=session.turn_count)
+    leaf = request.GET.get("leaf", "")
+    branch_turns = None
+    if leaf:
+        records, branch_turns = selectors.branch_records(session, leaf[:64])
+        turns = build_turns(records, session.agent, show_all=show_all)
+        next_after = None
+    else:
+        last = after + selectors.PAGE_TURNS
+        records = selectors.transcript_records(
+            session, first_turn=after + 1, last_turn=last, show_all=show_all
+        )
+        turns = build_turns(records, session.agent, show_all=show_all)
+        next_after = last if last < session.turn_count else None
+        by_turn: dict[int, list[dict]] = {}
+        for branch in session.abandoned:
+            by_turn.setdefault(branch["at_turn"], []).append(branch)
+        for turn in turns:
+            turn.abandoned = by_turn.get(turn.number, [])
+            turn.leaving = session.turn_count - (turn.number or 0) + 1
+    context = {
+        "session": session,
+        "turns": turns,
+        "next_after": next_after,
+        "show_all": show_all,
+        "leaf": leaf,
+        "branch_turns": branch_turns,
+        "resume_command": resume_command(session),
+        "subagents": selectors.subagents_of(session),
+        "can_write": can_write(request.user),
+    }
+    template = "sessions_app/transcript.html"
+    if request.htmx and after:
+        template += "#turn-page"
+    else:
+        context["children"] = session.children.order_by("id")
+        context["undo_available"] = selectors.undo_available(session)
+        context["edit_prompt"] = selectors.edit_prompt(session)
+    return render(request, template, context)
+
+
+@require_GET
+def record_output(request: HttpRequest, session_id: uuid.UUID, line: int) -> HttpResponse:
+    """The whole output of one record, for "show all" on a cut one."""
+    session = _session(session_id)
+    record = selectors.record_at(session, line)
+    if record is None:
+        raise Http404("no such record")
+    turns = build_turns([record], session.agent, show_all=True)
+    items = [item for turn in turns for item in turn.items]
+    return render(request, "sessions_app/record_output.html", {"items": items})
+
+
+@require_GET
+def subagent(request: HttpRequest, session_id: uuid.UUID, agent_id: str) -> HttpResponse:
+    """A subagent's transcript, loaded into its call when opened."""
+    session = _session(session_id)
+    if not AGENT_ID_RE.match(agent_id):
+        raise Http404("no such subagent")
+    sub = selectors.subagents_of(session).get(agent_id)
+    if sub is None:
+        raise Http404("no such subagent")
+    records = selectors.subagent_records(sub)
+    turns = build_turns(records, session.agent)
+    context = {"turns": turns, "sub": sub, "session": session, "subagents": {}}
+    return render(request, "sessions_app/transcript.html#turn-list", context)
+
+
+@require_GET
+def lineage(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """The family tree of a session, drawn as SVG."""
+    session = _session(session_id)
+    family = selectors.lineage_of(session)
+    svg = lineage_svg(family, current=session)
+    return render(request, "sessions_app/lineage.html", {"session": session, "svg": svg})
+
+
+@require_GET
+def export(request: HttpRequest, session_id: uuid.UUID, fmt: str) -> HttpResponse:
+    """Download a session: its JSONL byte for byte, Markdown, or one HTML page."""
+    session = _session(session_id)
+    name = f"{session.session_id}"
+    if fmt == "jsonl":
+        try:
+            f = open(session.path, "rb")  # noqa: SIM115 (FileResponse closes it)
+        except OSError:
+            raise Http404("the session file is gone") from None
+        return FileResponse(f, as_attachment=True, filename=f"{name}.jsonl")
+    if fmt == "md":
+        response = StreamingHttpResponse(
+            exporting.markdown_chunks(session), content_type="text/markdown; charset=utf-8"
+        )
+    elif fmt == "html":
+        response = StreamingHttpResponse(
+            exporting.html_chunks(session), content_type="text/html; charset=utf-8"
+        )
+    else:
+        raise Http404("unknown export format")
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response

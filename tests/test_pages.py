@@ -1,41 +1,189 @@
-"""The pages render what the import found, escaped."""
+"""The pages: what they show, their htmx fragments, exports, and escaping."""
 
 from __future__ import annotations
 
+import re
+import uuid
 from pathlib import Path
 
+import orjson
 import pytest
 
+from sessions_app.models import Project, Session
+from sessions_app.services.branching import session_fork
 from sessions_app.services.importing import sessions_import
+
+from .facts import FORKS_TREE
 
 pytestmark = pytest.mark.django_db
 
+WEBAPP = "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl"
+BIGREPO_ID = "ad8024e4-83f0-4ff3-82f8-4e19f6c9127b"
+AGENTS_ID = "04fa9149-8141-4f34-8bc2-f6d11b8fa354"
+HX = {"HTTP_HX_REQUEST": "true"}
 
-def test_project_list_shows_projects_and_sessions(client, corpus_roots: list[Path]) -> None:
+
+@pytest.fixture
+def imported(corpus: Path, corpus_roots: list[Path]) -> Path:
     sessions_import(roots=corpus_roots)
-    response = client.get("/")
-    assert response.status_code == 200
-    body = response.content.decode()
-    assert "/home/dev/code/webapp" in body
-    assert "subtract feature" in body
-    assert "Qwen Code" in body
-    assert "agent-a0751b2961eeab05e" not in body
+    return corpus
 
 
-def test_project_list_escapes_transcript_text(client, tmp_path: Path) -> None:
+def body(response) -> str:
+    assert response.status_code == 200, response.status_code
+    return (
+        b"".join(response.streaming_content).decode()
+        if response.streaming
+        else response.content.decode()
+    )
+
+
+def test_project_list_shows_projects_with_agent_and_counts(client, imported: Path) -> None:
+    html = body(client.get("/"))
+    assert "/home/dev/code/webapp" in html and "Qwen Code" in html and "Claude Code" in html
+    assert "agent-a0751b2961eeab05e" not in html
+
+
+def test_project_filter_is_an_htmx_fragment(client, imported: Path) -> None:
+    html = body(client.get("/?q=qwenproj", **HX))
+    assert "<html" not in html and 'id="project-list"' in html
+    assert "/home/dev/code/qwenproj" in html and "/home/dev/code/webapp" not in html
+
+
+def test_sessions_page_lists_badges_and_lineage(client, imported: Path) -> None:
+    source = Session.objects.get(path=str(imported / WEBAPP))
+    fork = session_fork(session=source, turn=2)
+    html = body(client.get(f"/projects/{source.project_id}/"))
+    assert "subtract feature (Branch)" in html and "fork" in html
+    assert "Branched from" in html and "at turn 2" in html
+    assert "1 branch" in html  # the parent's children count
+    assert str(fork.session_id) in html
+
+
+def test_sessions_page_fragment_filters_and_sorts(client, imported: Path) -> None:
+    project = Project.objects.get(folder__endswith="-home-dev-code-forks")
+    html = body(client.get(f"/projects/{project.pk}/?q=experiment&sort=turns", **HX))
+    assert "<html" not in html and 'id="session-list"' in html
+    assert "my-experiment" in html and html.count('<tr id="session-') == 1
+
+
+def test_transcript_numbers_turns_and_renders_tools(client, imported: Path) -> None:
+    session = Session.objects.get(path=str(imported / WEBAPP))
+    html = body(client.get(f"/sessions/{session.session_id}/"))
+    assert [int(n) for n in re.findall(r'class="turn-no"[^>]*>(\d+)<', html)] == [1, 2, 3]
+    assert 'class="tool' in html and "Bash" in html and "Edit" in html
+    assert '<tr class="add">' in html and 'class="diff"' in html  # the Edit is a real diff
+    assert "<table" in html  # Markdown table in a reply
+    assert 'class="tool error"' in html and "badge error" in html  # the failing Bash run
+    assert f"claude --resume {session.session_id}" in html
+
+
+def test_long_session_loads_turns_in_pages(client, imported: Path) -> None:
+    html = body(client.get(f"/sessions/{BIGREPO_ID}/"))
+    numbers = [int(n) for n in re.findall(r'class="turn-no"[^>]*>(\d+)<', html)]
+    assert numbers == list(range(1, 21))
+    assert 'hx-trigger="revealed"' in html and "after=20" in html
+    more = body(client.get(f"/sessions/{BIGREPO_ID}/?after=20", **HX))
+    assert "<html" not in more
+    assert [int(n) for n in re.findall(r'class="turn-no"[^>]*>(\d+)<', more)] == list(range(21, 31))
+    assert 'hx-trigger="revealed"' not in more
+
+
+def test_abandoned_branch_is_marked_and_opens(client, imported: Path) -> None:
+    session = Session.objects.get(path=str(imported / FORKS_TREE))
+    html = body(client.get(f"/sessions/{session.session_id}/"))
+    assert "1 turn abandoned at turn 3" in html
+    leaf = session.abandoned[0]["leaf_uuid"]
+    branch = body(client.get(f"/sessions/{session.session_id}/?leaf={leaf}"))
+    assert "one more prompt in the branch" in branch and "abandoned branch" in branch
+    assert "a different prompt after rewind" not in branch
+
+
+def test_show_all_records_reveals_bookkeeping(client, imported: Path) -> None:
+    session = Session.objects.get(path=str(imported / FORKS_TREE))
+    assert "api-request-blob" not in body(client.get(f"/sessions/{session.session_id}/"))
+    assert "api-request-blob" in body(client.get(f"/sessions/{session.session_id}/?all=1"))
+
+
+def test_subagent_transcript_loads_under_its_call(client, imported: Path) -> None:
+    html = body(client.get(f"/sessions/{AGENTS_ID}/"))
+    match = re.search(rf'hx-get="(/sessions/{AGENTS_ID}/subagents/([^/"]+)/)"', html)
+    assert match, "the Agent call links its subagent transcript"
+    fragment = body(client.get(match.group(1), **HX))
+    assert "<html" not in fragment and 'class="tool' in fragment
+
+
+def test_lineage_svg_links_every_session(client, imported: Path) -> None:
+    source = Session.objects.get(path=str(imported / WEBAPP))
+    fork = session_fork(session=source, turn=1)
+    html = body(client.get(f"/sessions/{fork.session_id}/lineage/"))
+    assert "<svg" in html and f'href="/sessions/{source.session_id}/"' in html
+    assert f'href="/sessions/{fork.session_id}/"' in html and "fork at turn 1" in html
+
+
+def test_exports(client, imported: Path) -> None:
+    session = Session.objects.get(path=str(imported / WEBAPP))
+    response = client.get(f"/sessions/{session.session_id}/export.jsonl")
+    assert b"".join(response.streaming_content) == Path(session.path).read_bytes()
+    md = body(client.get(f"/sessions/{session.session_id}/export.md"))
+    assert md.startswith("# subtract feature") and "## Turn 3" in md
+    html = body(client.get(f"/sessions/{session.session_id}/export.html"))
+    assert "<style>" in html and "<script" not in html and 'class="turn-no"' in html
+
+
+def test_unknown_and_malformed_ids_are_404(client, imported: Path) -> None:
+    assert client.get(f"/sessions/{uuid.uuid4()}/").status_code == 404
+    assert client.get("/sessions/not-a-uuid/").status_code == 404
+    assert client.get(f"/sessions/{BIGREPO_ID}/export.exe").status_code == 404
+    assert client.get(f"/sessions/{AGENTS_ID}/subagents/..%2F..%2Fetc/").status_code == 404
+
+
+def test_script_in_a_transcript_is_inert(client, tmp_path: Path) -> None:
     folder = tmp_path / "-w"
     folder.mkdir()
-    line = (
-        '{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s",'
-        '"message":{"role":"user","content":"<script>alert(1)</script>"}}\n'
-    )
-    (folder / "0b5e7f8a-1c2d-4e3f-8a9b-0c1d2e3f4a5b.jsonl").write_text(line)
+    sid = str(uuid.uuid4())
+    evil = "<script>alert(1)</script> <img src=x onerror=alert(2)> [click](javascript:alert(3))"
+    records = [
+        {
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "sessionId": sid,
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"content": evil},
+        },
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "sessionId": sid,
+            "timestamp": "2026-01-01T00:00:01Z",
+            "message": {
+                "content": [
+                    {"type": "text", "text": evil},
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": evil}},
+                ]
+            },
+        },
+        {
+            "type": "user",
+            "uuid": "r1",
+            "parentUuid": "a1",
+            "sessionId": sid,
+            "timestamp": "2026-01-01T00:00:02Z",
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": evil}]},
+        },
+    ]
+    (folder / f"{sid}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
     sessions_import(roots=[tmp_path])
-    body = client.get("/").content.decode()
-    assert "<script>alert(1)</script>" not in body
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    response = client.get(f"/sessions/{sid}/")
+    html = body(response)
+    assert "<script>alert" not in html and "<img src=x" not in html
+    assert 'href="javascript:' not in html
+    assert "script-src 'self'" in response["Content-Security-Policy"]
+    assert response["X-Frame-Options"] == "DENY"
 
 
-def test_empty_dashboard_says_how_to_import(client) -> None:
-    body = client.get("/").content.decode()
-    assert "BRANCHBOARD_ROOTS" in body
+def test_pages_load_nothing_from_elsewhere(client, imported: Path) -> None:
+    html = body(client.get(f"/sessions/{BIGREPO_ID}/"))
+    assert not re.search(r'(src|href)="(https?:)?//', html)

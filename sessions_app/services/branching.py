@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 import orjson
+from django.conf import settings
 from django.db import transaction
 
 from ..formats import ASSISTANT, COMMAND, PROMPT, QWEN, TOOL_RESULT, collapse, is_session_id
@@ -36,8 +37,6 @@ from .importing import ImportReport, projects_refresh, session_file_import
 
 FORK = "fork"
 REWIND = "rewind"
-# Seconds since the last write below which a session counts as still being written.
-BUSY_SECONDS = 5.0
 DEFAULT_NAME = "Branched conversation"
 # Bookkeeping that names records it belongs to; copied only if they are kept.
 REFERRING_TYPES = frozenset({"file-history-snapshot", "summary"})
@@ -231,7 +230,7 @@ def _check_unchanged(session: Session) -> None:
 
 def _check_not_busy(session: Session) -> None:
     age = time.time() - _stat(session).st_mtime
-    if age < BUSY_SECONDS:
+    if age < settings.BRANCHBOARD_BUSY_SECONDS:
         raise SessionBusy(
             f"session {session.session_id} was written {age:.1f}s ago; a CLI may still be "
             "running in it. Wait until it is idle and try again"

@@ -1,0 +1,116 @@
+"""The write actions behind the pages: branch, fork, edit & fork, rewind, undo.
+
+Each works as a plain form post that redirects (no JavaScript needed) and, with
+htmx, answers with a client redirect on success or the engine's message in place
+on failure. The engine's guards decide; nothing here writes a file itself.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from .models import Session
+from .permissions import require_write
+from .resume import resume_command
+from .services.audit import audit_record
+from .services.branching import BranchError, session_fork, session_rewind, session_rewind_undo
+
+MAX_TITLE = 300
+
+
+def _session(session_id: uuid.UUID) -> Session:
+    return get_object_or_404(
+        Session.objects.listed().select_related("project", "parent"), session_id=session_id
+    )
+
+
+def _turn(value: str | None) -> int | None:
+    """A turn number from a form; None when absent, -1 when not a number (the engine refuses)."""
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return -1
+
+
+def _done(request: HttpRequest, url: str) -> HttpResponse:
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _failed(request: HttpRequest, session: Session, error: BranchError) -> HttpResponse:
+    if request.htmx:
+        response = render(request, "sessions_app/action_error.html", {"error": error})
+        response.status_code = error.status
+        return response
+    messages.error(request, str(error))
+    return redirect(reverse("sessions:session_detail", args=[session.session_id]))
+
+
+@require_POST
+@require_write
+def fork(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Branch the whole session (no turn), fork from a turn, or edit & fork before it."""
+    session = _session(session_id)
+    turn = _turn(request.POST.get("turn"))
+    before = request.POST.get("mode") == "before"
+    title = request.POST.get("title", "").strip()[:MAX_TITLE] or None
+    try:
+        if before and turn is None:
+            raise BranchError("edit & fork needs a turn")
+        new = session_fork(session=session, turn=turn, include_turn=not before, title=title)
+    except BranchError as error:
+        return _failed(request, session, error)
+    audit_record(request=request, action=new.kind, session=session, result=new, turn=turn)
+    messages.success(
+        request,
+        f"Created “{new.title}” ({new.session_id}). Resume it with: {resume_command(new)}",
+    )
+    url = reverse("sessions:session_detail", args=[new.session_id])
+    if before:
+        url += "?edit=1"
+    return _done(request, url)
+
+
+@require_http_methods(["GET", "POST"])
+@require_write
+def rewind(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """GET: the confirmation; POST: rewind so the CLI resumes after turn N-1."""
+    session = _session(session_id)
+    turn = _turn(request.GET.get("turn") if request.method == "GET" else request.POST.get("turn"))
+    if request.method == "GET":
+        leaving = session.turn_count - (turn or 0) + 1
+        context = {"session": session, "turn": turn, "leaving": leaving}
+        return render(request, "sessions_app/rewind_confirm.html", context)
+    try:
+        if turn is None:
+            raise BranchError("rewind needs a turn")
+        rewound = session_rewind(session=session, turn=turn)
+    except BranchError as error:
+        return _failed(request, session, error)
+    backup = rewound.rewind_undo.get("backup_id")
+    audit_record(request=request, action="rewind", session=rewound, result=None, turn=turn)
+    kept = f" The old history is kept in session {backup}." if backup else ""
+    messages.success(request, f"Rewound to turn {turn}: {rewound.turn_count} turn(s) now.{kept}")
+    return _done(request, reverse("sessions:session_detail", args=[rewound.session_id]))
+
+
+@require_POST
+@require_write
+def rewind_undo(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Undo the last rewind, while the session has not changed since."""
+    session = _session(session_id)
+    try:
+        restored = session_rewind_undo(session=session)
+    except BranchError as error:
+        return _failed(request, session, error)
+    audit_record(request=request, action="rewind_undo", session=restored, result=None, turn=None)
+    messages.success(request, f"Rewind undone: {restored.turn_count} turn(s) again.")
+    return _done(request, reverse("sessions:session_detail", args=[restored.session_id]))

@@ -1,0 +1,196 @@
+"""The JSON API: the same actions as the pages, for scripts, behind bearer tokens.
+
+No cookie is ever enough here: a request without a valid `Authorization: Bearer`
+token gets 401 and nothing is done, so no other web page can drive the API.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from . import selectors
+from .api_schema import OPENAPI
+from .models import ApiToken, Session
+from .permissions import WRITE_PERMISSION
+from .services.audit import audit_record
+from .services.branching import (
+    BranchError,
+    InvalidTurn,
+    session_fork,
+    session_rewind,
+    session_rewind_undo,
+)
+
+
+def _error(status: int, message: str) -> JsonResponse:
+    return JsonResponse({"error": message}, status=status)
+
+
+def token_required(*, write: bool) -> Callable:
+    """Authenticate by bearer token (401 without one); writes need the permission (403)."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @csrf_exempt
+        @login_not_required
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            header = request.headers.get("Authorization", "")
+            scheme, _, key = header.partition(" ")
+            token = None
+            if scheme.lower() == "bearer" and key.strip():
+                token = (
+                    ApiToken.objects.select_related("user")
+                    .filter(key_hash=ApiToken.hash(key.strip()))
+                    .first()
+                )
+            if token is None:
+                response = _error(401, "missing or invalid bearer token")
+                response["WWW-Authenticate"] = 'Bearer realm="branchboard"'
+                return response
+            if settings.TEAM_MODE and (token.user is None or not token.user.is_active):
+                return _error(401, "this token belongs to no active user")
+            if write and settings.TEAM_MODE and not token.user.has_perm(WRITE_PERMISSION):
+                return _error(403, "this token's user may not branch, fork or rewind")
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+            request.api_token = token
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorate
+
+
+def _session(session_id: uuid.UUID) -> Session | None:
+    return (
+        Session.objects.listed()
+        .select_related("project", "parent")
+        .filter(session_id=session_id)
+        .first()
+    )
+
+
+def _body(request: HttpRequest) -> dict:
+    if not request.body:
+        return {}
+    try:
+        data = orjson.loads(request.body)
+    except orjson.JSONDecodeError:
+        raise BranchError("the request body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise BranchError("the request body must be a JSON object")
+    return data
+
+
+def _turn_field(data: dict, *, required: bool) -> int | None:
+    turn = data.get("turn")
+    if turn is None and not required:
+        return None
+    if isinstance(turn, bool) or not isinstance(turn, int):
+        raise InvalidTurn("turn must be an integer")
+    return turn
+
+
+def session_json(session: Session, *, turns: bool = False) -> dict:
+    """A session as the API shows it."""
+    data = selectors.session_summary(session)
+    data["children"] = [
+        {"session_id": str(c.session_id), "title": c.title, "kind": c.kind, "turn": c.fork_turn}
+        for c in session.children.order_by("id")
+    ]
+    data["rewind_undo_available"] = bool(session.rewind_undo)
+    if turns:
+        data["turn_list"] = selectors.turn_list(session)
+    return data
+
+
+@require_GET
+@token_required(write=False)
+def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """GET /api/sessions/<id>: metadata, turns with their prompt text, lineage."""
+    session = _session(session_id)
+    if session is None:
+        return _error(404, f"no session {session_id}")
+    return JsonResponse(session_json(session, turns=True))
+
+
+@require_POST
+@token_required(write=True)
+def session_fork_view(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """POST /api/sessions/<id>/fork {"turn": N, "include_turn": bool, "title": str}."""
+    session = _session(session_id)
+    if session is None:
+        return _error(404, f"no session {session_id}")
+    try:
+        data = _body(request)
+        turn = _turn_field(data, required=False)
+        include = data.get("include_turn", True)
+        if not isinstance(include, bool):
+            raise BranchError("include_turn must be true or false")
+        title = data.get("title")
+        if title is not None and (not isinstance(title, str) or len(title) > 300):
+            raise BranchError("title must be a string of at most 300 characters")
+        new = session_fork(session=session, turn=turn, include_turn=include, title=title or None)
+    except BranchError as exc:
+        return _error(exc.status, str(exc))
+    audit_record(
+        request=request, action=new.kind, session=session, result=new, turn=turn, via="api"
+    )
+    body = session_json(new)
+    if not include and turn is not None:
+        body["prompt"] = selectors.turn_prompt_text(session, turn)
+    return JsonResponse(body, status=201)
+
+
+@require_POST
+@token_required(write=True)
+def session_rewind_view(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """POST /api/sessions/<id>/rewind {"turn": N}."""
+    session = _session(session_id)
+    if session is None:
+        return _error(404, f"no session {session_id}")
+    try:
+        turn = _turn_field(_body(request), required=True)
+        rewound = session_rewind(session=session, turn=turn)
+    except BranchError as exc:
+        return _error(exc.status, str(exc))
+    audit_record(
+        request=request, action="rewind", session=rewound, result=None, turn=turn, via="api"
+    )
+    body = session_json(rewound)
+    body["backup_id"] = rewound.rewind_undo.get("backup_id")
+    return JsonResponse(body)
+
+
+@require_POST
+@token_required(write=True)
+def session_rewind_undo_view(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """POST /api/sessions/<id>/rewind/undo."""
+    session = _session(session_id)
+    if session is None:
+        return _error(404, f"no session {session_id}")
+    try:
+        restored = session_rewind_undo(session=session)
+    except BranchError as exc:
+        return _error(exc.status, str(exc))
+    audit_record(
+        request=request, action="rewind_undo", session=restored, result=None, turn=None, via="api"
+    )
+    return JsonResponse(session_json(restored))
+
+
+@require_GET
+@login_not_required
+def openapi(request: HttpRequest) -> HttpResponse:
+    """The OpenAPI description of this API."""
+    return JsonResponse(OPENAPI)

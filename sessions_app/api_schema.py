@@ -1,0 +1,153 @@
+"""The OpenAPI description served at /api/openapi.json (a test keeps it true)."""
+
+from __future__ import annotations
+
+_ERROR = {"$ref": "#/components/schemas/Error"}
+_SESSION = {"$ref": "#/components/schemas/Session"}
+
+
+def _responses(ok: str, schema: dict, *codes: int) -> dict:
+    texts = {
+        400: "turn out of range or not a prompt, malformed body or id",
+        401: "missing or invalid bearer token",
+        403: "the token's user may not write (team mode)",
+        404: "unknown session",
+        409: "source changed on disk, still being written, target exists, nothing to undo",
+    }
+    out = {ok: {"description": "done", "content": {"application/json": {"schema": schema}}}}
+    for code in codes:
+        out[str(code)] = {
+            "description": texts[code],
+            "content": {"application/json": {"schema": _ERROR}},
+        }
+    return out
+
+
+_ID = {
+    "name": "session_id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "format": "uuid"},
+}
+
+OPENAPI: dict = {
+    "openapi": "3.1.0",
+    "info": {
+        "title": "branchboard API",
+        "version": "1",
+        "description": "Branch, fork and rewind Claude Code and Qwen Code sessions. "
+        "Every request needs `Authorization: Bearer <token>` (manage.py create_api_token).",
+    },
+    "components": {
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        "schemas": {
+            "Error": {
+                "type": "object",
+                "required": ["error"],
+                "properties": {"error": {"type": "string"}},
+            },
+            "Turn": {
+                "type": "object",
+                "required": ["turn", "prompt"],
+                "properties": {
+                    "turn": {"type": "integer"},
+                    "prompt": {"type": "string"},
+                    "timestamp": {"type": ["string", "null"]},
+                    "uuid": {"type": "string"},
+                },
+            },
+            "Session": {
+                "type": "object",
+                "required": [
+                    "session_id",
+                    "path",
+                    "title",
+                    "agent",
+                    "turns",
+                    "parent_id",
+                    "kind",
+                    "turn",
+                    "resume_command",
+                    "children",
+                    "rewind_undo_available",
+                ],
+                "properties": {
+                    "session_id": {"type": "string", "format": "uuid"},
+                    "path": {"type": "string"},
+                    "title": {"type": "string"},
+                    "agent": {"type": "string", "enum": ["claude", "qwen"]},
+                    "turns": {"type": "integer"},
+                    "parent_id": {"type": ["string", "null"]},
+                    "kind": {
+                        "type": "string",
+                        "enum": ["original", "branch", "fork", "fork_before", "rewind_backup"],
+                    },
+                    "turn": {"type": ["integer", "null"]},
+                    "resume_command": {"type": "string"},
+                    "children": {"type": "array", "items": {"type": "object"}},
+                    "rewind_undo_available": {"type": "boolean"},
+                    "turn_list": {"type": "array", "items": {"$ref": "#/components/schemas/Turn"}},
+                    "prompt": {"type": "string"},
+                    "backup_id": {"type": ["string", "null"]},
+                },
+            },
+        },
+    },
+    "security": [{"bearer": []}],
+    "paths": {
+        "/api/sessions/{session_id}": {
+            "get": {
+                "summary": "A session: metadata, turns with prompt text, lineage",
+                "parameters": [_ID],
+                "responses": _responses("200", _SESSION, 401, 404),
+            }
+        },
+        "/api/sessions/{session_id}/fork": {
+            "post": {
+                "summary": "Branch (no turn), fork at a turn, or fork before it",
+                "parameters": [_ID],
+                "requestBody": {
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {
+                                    "turn": {"type": "integer", "minimum": 1},
+                                    "include_turn": {"type": "boolean", "default": True},
+                                    "title": {"type": "string", "maxLength": 300},
+                                },
+                            }
+                        }
+                    }
+                },
+                "responses": _responses("201", _SESSION, 400, 401, 403, 404, 409),
+            }
+        },
+        "/api/sessions/{session_id}/rewind": {
+            "post": {
+                "summary": "Rewind so the CLI resumes after turn N-1",
+                "parameters": [_ID],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["turn"],
+                                "properties": {"turn": {"type": "integer", "minimum": 2}},
+                            }
+                        }
+                    },
+                },
+                "responses": _responses("200", _SESSION, 400, 401, 403, 404, 409),
+            }
+        },
+        "/api/sessions/{session_id}/rewind/undo": {
+            "post": {
+                "summary": "Undo the last rewind",
+                "parameters": [_ID],
+                "responses": _responses("200", _SESSION, 401, 403, 404, 409),
+            }
+        },
+    },
+}

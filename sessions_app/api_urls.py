@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from . import api
+
+app_name = "api"
+
+urlpatterns = [
+    path("openapi.json", api.openapi, name="openapi"),
+    path("sessions/<uuid:session_id>", api.session_detail, name="session"),
+    path("sessions/<uuid:session_id>/fork", api.session_fork_view, name="fork"),
+    path("sessions/<uuid:session_id>/rewind", api.session_rewind_view, name="rewind"),
+    path("sessions/<uuid:session_id>/rewind/undo", api.session_rewind_undo_view, name="undo"),
+]

@@ -1,0 +1,33 @@
+"""Who may write: anyone on a local dashboard, granted users on a team server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+
+WRITE_PERMISSION = "sessions_app.write_sessions"
+
+
+def can_write(user: object) -> bool:
+    """Whether `user` may branch, fork and rewind."""
+    if not settings.TEAM_MODE:
+        return True
+    return bool(user is not None and getattr(user, "is_authenticated", False)) and user.has_perm(
+        WRITE_PERMISSION
+    )
+
+
+def require_write(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """403 for users without the write permission in team mode."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        if not can_write(request.user):
+            raise PermissionDenied("You may read sessions but not branch, fork or rewind them.")
+        return view(request, *args, **kwargs)
+
+    return wrapped

@@ -1,0 +1,69 @@
+"""Browser tests: Debian's chromium driven by pytest-playwright against the live server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sessions_app.services.importing import sessions_import
+from tests.conftest import ALL_ROOTS, FIXTURES
+
+CHROMIUM = os.environ.get("BRANCHBOARD_CHROMIUM", "/usr/bin/chromium")
+SCREENSHOTS = Path(__file__).resolve().parent.parent.parent / "docs" / "screenshots"
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls the
+# tests make between browser steps are still plain synchronous code.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/browser/" in str(item.fspath):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
+    if not Path(CHROMIUM).exists():
+        pytest.skip(
+            f"browser tests need Debian's chromium at {CHROMIUM} (apt-get install chromium)"
+        )
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "args": [
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ],
+    }
+
+
+@pytest.fixture
+def session_root(tmp_path: Path, transactional_db: None, settings) -> Iterator[Path]:
+    """The corpus copied into a temporary root and imported, files looking idle."""
+    root = tmp_path / "corpus"
+    shutil.copytree(FIXTURES, root)
+    old = time.time() - 60
+    for path in root.rglob("*.jsonl"):
+        os.utime(path, (old, old))
+    roots = [root / r for r in ALL_ROOTS]
+    settings.SESSION_ROOTS = roots
+    report = sessions_import(roots=roots)
+    assert not report.errors, report.errors
+    yield root
+
+
+def shot(page, name: str) -> None:
+    """Save a screenshot for the README (docs/screenshots/)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=False)

@@ -1,0 +1,115 @@
+"""The pages in a real browser: open, expand, scroll, follow lineage, stay inert."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+import orjson
+import pytest
+from playwright.sync_api import Page, expect
+
+from sessions_app.models import Session
+from sessions_app.services.branching import session_fork
+from sessions_app.services.importing import sessions_import
+
+from .conftest import shot
+
+WEBAPP = "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl"
+BIGREPO_ID = "ad8024e4-83f0-4ff3-82f8-4e19f6c9127b"
+
+
+@pytest.fixture
+def fail_on_dialog(page: Page) -> list[str]:
+    seen: list[str] = []
+    page.on("dialog", lambda d: (seen.append(d.message), d.dismiss()))
+    return seen
+
+
+def test_projects_sessions_and_transcript_pages(
+    page: Page, live_server, session_root: Path
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 860})
+    page.goto(live_server.url + "/")
+    expect(page.locator("#project-list")).to_contain_text("/home/dev/code/webapp")
+    page.fill("input[name=q]", "webapp")
+    expect(page.locator("#project-list .card")).to_have_count(1)
+    page.fill("input[name=q]", "")
+    expect(page.locator("#project-list .card")).to_have_count(12)
+    shot(page, "projects")
+
+    source = Session.objects.get(path=str(session_root / WEBAPP))
+    session_fork(session=source, turn=2)
+    page.goto(f"{live_server.url}/projects/{source.project_id}/")
+    expect(page.locator("table.sessions")).to_contain_text("subtract feature (Branch)")
+    expect(page.locator("table.sessions")).to_contain_text("Branched from")
+    shot(page, "sessions")
+
+    page.goto(f"{live_server.url}/sessions/{source.session_id}/")
+    expect(page.locator(".turn-no")).to_have_count(3)
+    bash = page.locator("details.tool", has_text="Bash").first
+    expect(bash.locator(".tool-body")).to_be_hidden()
+    bash.locator("summary").click()
+    expect(bash.locator(".tool-body")).to_be_visible()
+    edit = page.locator("details.tool", has_text="Edit").first
+    edit.locator("summary").click()
+    expect(edit.locator("table")).to_be_visible()
+    page.evaluate("window.scrollTo(0, 0)")
+    shot(page, "transcript")
+
+
+def test_long_session_loads_more_turns_on_scroll(
+    page: Page, live_server, session_root: Path
+) -> None:
+    page.goto(f"{live_server.url}/sessions/{BIGREPO_ID}/")
+    expect(page.locator(".turn-no")).to_have_count(20)
+    page.locator(".more").scroll_into_view_if_needed()
+    expect(page.locator(".turn-no")).to_have_count(30)
+    expect(page.locator("#prompt-30")).to_be_attached()
+
+
+def test_lineage_link_leads_to_the_parent(page: Page, live_server, session_root: Path) -> None:
+    source = Session.objects.get(path=str(session_root / WEBAPP))
+    fork = session_fork(session=source, turn=1)
+    page.goto(f"{live_server.url}/sessions/{fork.session_id}/lineage/")
+    page.locator(f'svg a[href="/sessions/{source.session_id}/"]').click()
+    expect(page).to_have_url(re.compile(f"/sessions/{source.session_id}/$"))
+    expect(page.locator("h1")).to_have_text("subtract feature")
+
+
+def test_script_and_javascript_links_in_a_transcript_run_nothing(
+    page: Page, live_server, session_root: Path, fail_on_dialog: list[str]
+) -> None:
+    folder = session_root / "evil" / "-w"
+    folder.mkdir(parents=True)
+    sid = str(uuid.uuid4())
+    evil = "<script>alert(1)</script> <img src=x onerror=alert(2)> [click me](javascript:alert(3))"
+    records = [
+        {
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "sessionId": sid,
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"content": evil},
+        },
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "sessionId": sid,
+            "timestamp": "2026-01-01T00:00:01Z",
+            "message": {"content": [{"type": "text", "text": evil}]},
+        },
+    ]
+    (folder / f"{sid}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    sessions_import(roots=[session_root / "evil"])
+    page.goto(f"{live_server.url}/sessions/{sid}/")
+    expect(page.locator(".prompt-text")).to_contain_text("<script>alert(1)</script>")
+    link = page.locator(".assistant a", has_text="click me")
+    if link.count():
+        link.click()
+    page.wait_for_load_state()
+    assert fail_on_dialog == []
+    assert page.evaluate("typeof window.alert") == "function"

@@ -1,0 +1,390 @@
+"""Install and run the real Claude Code and Qwen Code CLIs against a FakeModel.
+
+Where each CLI writes its session (verified by test_harness.py):
+
+* claude: `$HOME/.claude/projects/<cwd, every char not in [A-Za-z0-9] replaced
+  by '-'>/<sessionId>.jsonl`;
+* qwen: `$HOME/.qwen/projects/<cwd, same replacement>/chats/<sessionId>.jsonl`.
+
+Both CLIs get a throwaway HOME and a minimal environment (only PATH, USER and
+TMPDIR are inherited), and an HTTP(S) proxy that points at the fake server
+itself (loopback excluded by NO_PROXY), so any stray egress attempt is caught
+and recorded by the fake server instead of leaving the machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.compat.fake_model import FakeModel
+
+CLAUDE_PACKAGE = "@anthropic-ai/claude-code"
+CLAUDE_VERSION = "2.1.328"
+QWEN_PACKAGE = "@qwen-code/qwen-code"
+QWEN_VERSION = "0.24.4"
+PACKAGES = {CLAUDE_PACKAGE: CLAUDE_VERSION, QWEN_PACKAGE: QWEN_VERSION}
+
+DEFAULT_TIMEOUT = 120.0
+INSTALL_TIMEOUT = 900.0
+QWEN_MODEL = "fake-qwen-model"
+CLAUDE_TOOLS = "Bash,Read,Write,Edit"
+
+
+class CompatError(RuntimeError):
+    """A CLI could not be installed or did not behave as expected."""
+
+
+def cache_dir() -> Path:
+    """Where the CLIs are installed: $BRANCHBOARD_CLI_CACHE or ~/.cache/branchboard/compat-clis."""
+    env = os.environ.get("BRANCHBOARD_CLI_CACHE")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "branchboard" / "compat-clis"
+
+
+def _installed_version(prefix: Path, package: str) -> str | None:
+    manifest = prefix / "node_modules" / package / "package.json"
+    try:
+        return str(json.loads(manifest.read_text())["version"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _works(executable: Path) -> bool:
+    try:
+        proc = subprocess.run(
+            [str(executable), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=_base_env(Path(os.environ.get("TMPDIR", "/tmp"))),
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
+@contextlib.contextmanager
+def _locked(prefix: Path) -> Iterator[None]:
+    prefix.mkdir(parents=True, exist_ok=True)
+    with open(prefix / ".install.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ensure_clis() -> dict[str, Path]:
+    """Install both CLIs (once) and return {"claude": path, "qwen": path}."""
+    npm = shutil.which("npm")
+    prefix = cache_dir()
+    with _locked(prefix):
+        stale = [p for p, v in PACKAGES.items() if _installed_version(prefix, p) != v]
+        if stale:
+            if npm is None:
+                raise CompatError(
+                    "npm is not on PATH: cannot install "
+                    + ", ".join(f"{p}@{v}" for p, v in PACKAGES.items())
+                    + f" into {prefix}"
+                )
+            cmd = [
+                npm,
+                "install",
+                "--prefix",
+                str(prefix),
+                "--no-audit",
+                "--no-fund",
+                "--save-exact",
+                "--loglevel=error",
+                *(f"{p}@{v}" for p, v in PACKAGES.items()),
+            ]
+            try:
+                proc = subprocess.run(
+                    cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, check=False
+                )
+            except subprocess.TimeoutExpired as exc:
+                raise CompatError(f"npm install timed out after {INSTALL_TIMEOUT}s") from exc
+            if proc.returncode != 0:
+                raise CompatError(
+                    f"npm install failed ({proc.returncode}): {' '.join(cmd)}\n"
+                    f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+                )
+            wrong = {p: _installed_version(prefix, p) for p in PACKAGES}
+            wrong = {p: v for p, v in wrong.items() if v != PACKAGES[p]}
+            if wrong:
+                raise CompatError(f"npm installed unexpected versions: {wrong}")
+        bin_dir = prefix / "node_modules" / ".bin"
+        paths = {"claude": bin_dir / "claude", "qwen": bin_dir / "qwen"}
+        claude_pkg = prefix / "node_modules" / CLAUDE_PACKAGE
+        if not _works(paths["claude"]) and node_available():
+            # The npm package ships a stub that its postinstall replaces with the
+            # native binary; run that step by hand if npm skipped install scripts.
+            subprocess.run(
+                ["node", "install.cjs"],
+                cwd=claude_pkg,
+                capture_output=True,
+                timeout=300,
+                check=False,
+            )
+        for name, path in paths.items():
+            if not _works(path):
+                raise CompatError(f"{name} at {path} does not run (`{path} --version` failed)")
+    return paths
+
+
+def node_available() -> bool:
+    return shutil.which("node") is not None
+
+
+# ---------------------------------------------------------------- running
+
+
+def project_dir_name(cwd: Path | str) -> str:
+    """The folder name both CLIs derive from a cwd: non-alphanumerics become '-'."""
+    return re.sub(r"[^A-Za-z0-9]", "-", str(cwd))
+
+
+def claude_session_file(home: Path, cwd: Path, session_id: str) -> Path:
+    return home / ".claude" / "projects" / project_dir_name(cwd) / f"{session_id}.jsonl"
+
+
+def qwen_chats_dir(home: Path, cwd: Path) -> Path:
+    return home / ".qwen" / "projects" / project_dir_name(cwd) / "chats"
+
+
+def qwen_session_file(home: Path, cwd: Path, session_id: str) -> Path:
+    return qwen_chats_dir(home, cwd) / f"{session_id}.jsonl"
+
+
+@dataclass(frozen=True)
+class CliHome:
+    """A temporary HOME and the project folder (cwd) inside it."""
+
+    home: Path
+    cwd: Path
+
+
+@dataclass
+class CliRun:
+    """The outcome of one CLI invocation."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    output: Any
+    session_id: str | None
+
+    @property
+    def result_text(self) -> str | None:
+        """The final answer: claude's `result`, or the `result` event's of qwen."""
+        events = self.output if isinstance(self.output, list) else [self.output]
+        for event in reversed(events):
+            if isinstance(event, dict) and event.get("type") == "result":
+                result = event.get("result")
+                return result if isinstance(result, str) else None
+        return None
+
+    def check(self) -> CliRun:
+        if self.returncode != 0:
+            raise CompatError(
+                f"{self.args[0]} exited {self.returncode}\nargs: {self.args}\n"
+                f"stdout: {self.stdout[-3000:]}\nstderr: {self.stderr[-3000:]}"
+            )
+        return self
+
+
+def _base_env(home: Path) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "HOME": str(home),
+        "USER": os.environ.get("USER", "root"),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "SHELL": "/bin/bash",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "CI": "1",
+    }
+    if "TMPDIR" in os.environ:
+        env["TMPDIR"] = os.environ["TMPDIR"]
+    return env
+
+
+def _trap_env(fm: FakeModel) -> dict[str, str]:
+    """Proxy every non-loopback request to the fake server, which refuses it."""
+    proxy = fm.url
+    return {
+        "HTTP_PROXY": proxy,
+        "HTTPS_PROXY": proxy,
+        "http_proxy": proxy,
+        "https_proxy": proxy,
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }
+
+
+def claude_env(home: Path, fm: FakeModel) -> dict[str, str]:
+    env = _base_env(home)
+    env.update(_trap_env(fm))
+    env.update(
+        {
+            "ANTHROPIC_BASE_URL": fm.url,
+            "ANTHROPIC_API_KEY": "sk-ant-fake-key-for-loopback-tests",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_BUG_COMMAND": "1",
+            "DISABLE_NON_ESSENTIAL_MODEL_CALLS": "1",
+            "CLAUDE_CODE_ENABLE_TELEMETRY": "0",
+            "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
+            "IS_SANDBOX": "1",
+        }
+    )
+    return env
+
+
+def qwen_env(home: Path, fm: FakeModel) -> dict[str, str]:
+    env = _base_env(home)
+    env.update(_trap_env(fm))
+    env.update(
+        {
+            "OPENAI_BASE_URL": fm.openai_url,
+            "OPENAI_API_KEY": "sk-fake-key-for-loopback-tests",
+            "OPENAI_MODEL": QWEN_MODEL,
+            "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
+        }
+    )
+    return env
+
+
+def _write_qwen_settings(home: Path) -> None:
+    """Turn off Qwen Code's usage statistics, telemetry and update checks."""
+    settings = home / ".qwen" / "settings.json"
+    if settings.exists():
+        return
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(
+        json.dumps(
+            {
+                "privacy": {"usageStatisticsEnabled": False},
+                "telemetry": {"enabled": False},
+                "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            },
+            indent=2,
+        )
+    )
+
+
+def _run(
+    cmd: list[str], cwd: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            cmd,
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise CompatError(
+            f"{cmd[0]} timed out after {timeout}s\nargs: {cmd}\n"
+            f"stdout: {exc.stdout!r:.3000}\nstderr: {exc.stderr!r:.3000}"
+        ) from exc
+
+
+def _parse_json(text: str) -> Any:
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
+def run_claude(
+    home: Path,
+    cwd: Path,
+    fm: FakeModel,
+    args: Sequence[str],
+    *,
+    executable: Path | str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    check: bool = True,
+) -> CliRun:
+    """Run `claude -p ... --output-format json --allowedTools ...` plus `args`.
+
+    `args` is what follows: usually `[prompt]`, or `[prompt, "--resume", id]`.
+    The session id comes from the JSON result's `session_id`.
+    """
+    exe = str(executable or ensure_clis()["claude"])
+    cmd = [exe, "-p", *args, "--output-format", "json", "--allowedTools", CLAUDE_TOOLS]
+    proc = _run(cmd, cwd, claude_env(home, fm), timeout)
+    output = _parse_json(proc.stdout)
+    session_id = output.get("session_id") if isinstance(output, dict) else None
+    run = CliRun(cmd, proc.returncode, proc.stdout, proc.stderr, output, session_id)
+    return run.check() if check else run
+
+
+def _qwen_session_from_stream(events: Any) -> str | None:
+    if isinstance(events, dict):
+        events = [events]
+    if not isinstance(events, list):
+        return None
+    for event in events:
+        if isinstance(event, dict) and isinstance(event.get("session_id"), str):
+            return event["session_id"]
+    return None
+
+
+def run_qwen(
+    home: Path,
+    cwd: Path,
+    fm: FakeModel,
+    args: Sequence[str],
+    *,
+    executable: Path | str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    check: bool = True,
+) -> CliRun:
+    """Run `qwen -p ... --auth-type openai --yolo --output-format json` plus `args`.
+
+    The session id is the `session_id` of the JSON events qwen prints; if that
+    is missing, the newest `chats/*.jsonl` under the project folder.
+    """
+    exe = str(executable or ensure_clis()["qwen"])
+    _write_qwen_settings(home)
+    cmd = [exe, "-p", *args, "--auth-type", "openai", "--yolo", "--output-format", "json"]
+    proc = _run(cmd, cwd, qwen_env(home, fm), timeout)
+    output = _parse_json(proc.stdout)
+    session_id = _qwen_session_from_stream(output)
+    if session_id is None:
+        chats = sorted(
+            qwen_chats_dir(home, cwd).glob("*.jsonl"), key=lambda p: p.stat().st_mtime_ns
+        )
+        session_id = chats[-1].stem if chats else None
+    run = CliRun(cmd, proc.returncode, proc.stdout, proc.stderr, output, session_id)
+    return run.check() if check else run
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSONL session file (blank lines skipped)."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
