@@ -130,6 +130,10 @@ class Record(models.Model):
     timestamp = models.DateTimeField(null=True, blank=True)
     text = models.TextField(blank=True)  # prompt text (bounded), for lists and titles
     error = models.CharField(max_length=255, blank=True)
+    # Usage of the message this record starts (0 on its continuation records), so
+    # that a fork's totals are a sum.
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [

@@ -417,3 +417,38 @@ def test_two_forks_at_once_get_different_titles(imported: Path) -> None:
         t.join(timeout=60)
     assert errors == []
     assert sorted(titles) == ["subtract feature (Branch 2)", "subtract feature (Branch)"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"type":"user","uuid":"u","sessionId":"SRC","message":{"content":"x"}}\n',
+        b'{"type":"user","uuid":"u","toolUseResult":{"sessionId":"SRC"},"sessionId":"SRC"}\n',
+        b'{"uuid":"u","sessionId":"SRC","forkedFrom":{"sessionId":"OLD","messageUuid":"u"}}\n',
+        b'{"type":"mode","sessionId":"SRC"}',
+        b'{"type":"user","sessionId":"OTHER","message":{"content":"\\"sessionId\\":\\"SRC\\""}}\n',
+        b"not json at all\n",
+        b'{"a":1}\r\n',
+    ],
+)
+def test_reversible_restamp_round_trips_exactly(line: bytes) -> None:
+    from sessions_app.formats.writing import restamp, unstamp
+
+    stamped = restamp(line, source_id="SRC", new_id="NEW-ID", message_uuid="u", reversible=True)
+    assert unstamp(stamped, source_id="SRC", new_id="NEW-ID") == line
+
+
+def test_restamp_sets_the_records_own_session_id() -> None:
+    from sessions_app.formats.writing import restamp
+
+    line = b'{"uuid":"u","toolUseResult":{"sessionId":"SRC"},"sessionId":"SRC","v":1}\n'
+    out = orjson.loads(restamp(line, source_id="SRC", new_id="NEW", message_uuid="u"))
+    assert out["sessionId"] == "NEW" and out["toolUseResult"] == {"sessionId": "SRC"}
+    assert out["forkedFrom"] == {"sessionId": "SRC", "messageUuid": "u"}
+    again = orjson.loads(
+        restamp(orjson.dumps(out) + b"\n", source_id="NEW", new_id="THIRD", message_uuid="u")
+    )
+    assert (
+        again["forkedFrom"] == {"sessionId": "NEW", "messageUuid": "u"}
+        and again["sessionId"] == "THIRD"
+    )

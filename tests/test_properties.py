@@ -106,3 +106,49 @@ def test_generated_session_with_rewind_has_abandoned_branch(tmp_path: Path) -> N
     _, analysis = analyse_file(path)
     assert analysis.turn_count == 2
     assert [(b.at_turn, b.turns) for b in analysis.abandoned] == [(2, 1)]
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=st.lists(STEP, min_size=1, max_size=40), pick=st.integers(min_value=1, max_value=40))
+def test_fork_rows_equal_a_fresh_import_of_the_fork(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[str], pick: int
+) -> None:
+    """A fork is registered from its source's rows; they must be what an import would find."""
+    import os
+    import time
+
+    from sessions_app.services.branching import session_fork
+
+    root = tmp_path_factory.mktemp("root")
+    folder = root / "-work-prop"
+    folder.mkdir()
+    path = folder / f"{uuid.uuid4()}.jsonl"
+    path.write_bytes(b"".join(build(["prompt", "answer", *steps])))
+    old = time.time() - 60
+    os.utime(path, (old, old))
+    sessions_import(roots=[root])
+    source = Session.objects.select_related("project").get(path=str(path))
+    if source.turn_count == 0:  # a rewind can leave a branch with no prompt on it
+        Session.objects.all().delete()
+        return
+    turn = 1 + (pick - 1) % source.turn_count
+    fork = session_fork(session=source, turn=turn)
+    nodes, analysis = analyse_file(Path(fork.path))
+    assert fork.turn_count == analysis.turn_count == turn
+    stored = list(
+        fork.records.order_by("line").values_list("line", "turn", "active", "kind", "uuid")
+    )
+    expected = [
+        (n.line, analysis.turn[i], analysis.active[i], n.kind, n.uuid or "")
+        for i, n in enumerate(nodes)
+    ]
+    assert stored == expected
+    data = Path(fork.path).read_bytes()
+    for record in fork.records.all():
+        assert data[record.offset : record.offset + record.length].endswith(b"\n")
+    # A later import finds the file as registered and changes nothing.
+    report = sessions_import(roots=[root])
+    assert report.sessions == 0
+    Session.objects.all().delete()

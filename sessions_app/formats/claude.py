@@ -138,7 +138,8 @@ def parse_line(raw: bytes) -> ParsedRecord:
     if raw_type == "user":
         text = message_text(message)
         record.kind = classify_user(data, text)
-        if record.kind in (PROMPT, COMMAND, COMPACT_SUMMARY, LOCAL_OUTPUT, USER_OTHER):
+        if record.kind in (PROMPT, COMMAND):
+            # Kept for titles and turn lists; everything else is read from the file.
             record.text = clip(text)
     elif raw_type == "assistant":
         record.kind = ASSISTANT

@@ -67,7 +67,7 @@ def parse_line(raw: bytes) -> ParsedRecord:
             record.kind = USER_OTHER
         else:
             record.kind = PROMPT
-        record.text = clip(text)
+            record.text = clip(text)
     elif raw_type == "assistant":
         record.kind = ASSISTANT
         record.model = string(data, "model")

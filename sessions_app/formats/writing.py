@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid as uuid_module
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,7 +27,7 @@ def _needle(session_id: str) -> bytes:
 
 def _split_newline(line: bytes) -> tuple[bytes, bytes]:
     body = line.rstrip(b"\r\n")
-    return body, line[len(body) :] or b"\n"
+    return body, line[len(body) :]
 
 
 def _forked_suffix(source_id: str, message_uuid: str) -> bytes:
@@ -52,33 +53,70 @@ def restamp(
     With `reversible=True` a line the fast path cannot edit is returned unchanged,
     so that `unstamp` gives back the exact original bytes.
     """
-    body, newline = _split_newline(line)
+    pieces: list[bytes | memoryview] = []
+    restamp_into(
+        pieces.append,
+        line,
+        source_id=source_id,
+        new_id=new_id,
+        message_uuid=message_uuid,
+        reversible=reversible,
+    )
+    return b"".join(pieces)
+
+
+def restamp_into(
+    write: Callable[[bytes | memoryview], object],
+    line: bytes,
+    *,
+    source_id: str,
+    new_id: str,
+    message_uuid: str | None,
+    reversible: bool = False,
+) -> None:
+    """`restamp`, handing the pieces to `write` so that a long line is never copied."""
+    end = len(line)
+    while end and line[end - 1] in b"\r\n":
+        end -= 1
+    # A backup keeps a missing final newline missing, so that undo is exact.
+    newline = line[end:] or (b"" if reversible else b"\n")
     needle = _needle(source_id)
+    # The CLIs write the record's own `sessionId` after everything nested in it
+    # (message, tool results), so the last `"sessionId"` key in the line is the
+    # record's. Searching from the end touches only the line's tail.
+    at = line.rfind(SESSION_KEY, 0, end)
     if (
-        body.endswith(b"}")
-        and body.count(SESSION_KEY) == 1
-        and needle in body
-        and FORKED_KEY not in body
+        at >= 0
+        and line.startswith(needle, at)
+        and line[end - 1] == 0x7D  # "}"
+        and line.find(FORKED_KEY, at, end) == -1
     ):
-        # One `sessionId` key in the whole line: it is the record's own (inside
-        # a JSON string the quotes would be escaped).
-        body = body.replace(needle, _needle(new_id))
+        view = memoryview(line)
+        write(view[:at])
+        write(_needle(new_id))
         if message_uuid:
-            body = body[:-1] + _forked_suffix(source_id, message_uuid)
-        return body + newline
+            write(view[at + len(needle) : end - 1])
+            write(_forked_suffix(source_id, message_uuid))
+        else:
+            write(view[at + len(needle) : end])
+        write(newline)
+        return
     if reversible:
-        return line
+        write(line)
+        return
     try:
-        data = orjson.loads(body)
+        data = orjson.loads(line[:end])
     except orjson.JSONDecodeError:
-        return line
+        write(line)
+        return
     if not isinstance(data, dict):
-        return line
+        write(line)
+        return
     if "sessionId" in data:
         data["sessionId"] = new_id
     if message_uuid:
         data["forkedFrom"] = {"sessionId": source_id, "messageUuid": message_uuid}
-    return orjson.dumps(data) + newline
+    write(orjson.dumps(data) + newline)
 
 
 FORKED_SUFFIX_RE = re.compile(rb',"forkedFrom":\{"sessionId":"[^"]*","messageUuid":"[^"]*"\}\}$')

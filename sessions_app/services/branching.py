@@ -13,27 +13,45 @@ import os
 import re
 import time
 import uuid
+from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import orjson
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Max, Min, Q
+from django.utils import timezone
 
-from ..formats import ASSISTANT, COMMAND, PROMPT, QWEN, TOOL_RESULT, collapse, is_session_id
+from ..formats import (
+    ASSISTANT,
+    COMMAND,
+    PROMPT,
+    QWEN,
+    TOOL_RESULT,
+    collapse,
+    is_session_id,
+    parse_line,
+)
 from ..formats.writing import (
     claude_title_line,
     qwen_rewind_line,
     qwen_title_line,
-    restamp,
+    restamp_into,
     unstamp,
 )
 from ..models import Project, Record, Session
 from .discovery import SessionFile
 from .files import append_durably, create_exclusive, replace_atomically
-from .importing import ImportReport, projects_refresh, session_file_import
+from .importing import (
+    HEAD_BYTES,
+    ImportReport,
+    head_digest,
+    projects_refresh,
+    records_insert,
+    session_file_import,
+)
 
 FORK = "fork"
 REWIND = "rewind"
@@ -118,15 +136,29 @@ def session_fork(
     with transaction.atomic():
         Project.objects.select_for_update().get(pk=session.project_id)
         chosen = _unique_title(session, title)
+        written = array("q")
         try:
             with create_exclusive(target) as out:
-                last_uuid = _write_kept(session, out, cut=cut, mode=FORK, new_id=new_id)
-                out.write(_title_line(session, new_id, chosen, last_uuid))
+                last_uuid = _write_kept(
+                    session, out, cut=cut, mode=FORK, new_id=new_id, written=written
+                )
+                title_line = _title_line(session, new_id, chosen, last_uuid)
+                out.write(title_line)
                 _check_unchanged(session)
         except FileExistsError:
             raise TargetExists(f"{target} already exists; nothing was written") from None
         try:
-            return _register(session, target, new_id, kind=kind, turn=turn or cut)
+            return _register_copy(
+                session,
+                target,
+                new_id,
+                kind=kind,
+                turn=turn or cut,
+                cut=cut,
+                written=written,
+                title_line=title_line,
+                last_uuid=last_uuid,
+            )
         except BaseException:
             target.unlink(missing_ok=True)
             raise
@@ -255,43 +287,46 @@ def _has_tool_call(raw: bytes) -> bool:
 # -- copying ----------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class _Row:
-    line: int
-    offset: int
-    length: int
-    uuid: str
-    active: bool
-    sidechain: bool
-    turn: int | None
-    raw_type: str
+# line, offset, length, uuid, active, sidechain, turn, raw_type
+Row = tuple[int, int, int, str, bool, bool, int | None, str]
 
 
-def _rows(session: Session) -> Iterator[_Row]:
-    fields = ("line", "offset", "length", "uuid", "active", "sidechain", "turn", "raw_type")
-    for values in (
-        Record.objects.filter(session=session)
-        .order_by("line")
-        .values_list(*fields)
-        .iterator(chunk_size=10_000)
-    ):
-        yield _Row(*values)
+def _rows(session: Session, *, after_turn: int | None = None) -> Iterator[Row]:
+    """The session's records in file order; with `after_turn`, none that lies past it."""
+    table = Record._meta.db_table
+    sql = (
+        f'SELECT line, "offset", length, uuid, active, sidechain, turn, raw_type FROM {table} '  # noqa: S608 (table from _meta)
+        "WHERE session_id = %s"
+    )
+    params: list = [session.pk]
+    if after_turn is not None:
+        # Records past the cut are never kept, except session-wide bookkeeping.
+        types = sorted(SESSION_LEVEL_TYPES)
+        sql += (
+            f" AND (turn IS NULL OR turn <= %s OR raw_type IN ({', '.join(['%s'] * len(types))}))"
+        )
+        params += [after_turn, *types]
+    with connection.cursor() as cursor:
+        cursor.execute(sql + " ORDER BY line", params)
+        while batch := cursor.fetchmany(5_000):
+            yield from batch
 
 
-def _wanted(row: _Row, *, cut: int, mode: str) -> bool:
+def _wanted(row: Row, *, cut: int, mode: str) -> bool:
     """Whether a record survives a cut after turn `cut` (before looking at its bytes)."""
-    if row.uuid and not row.sidechain:
-        return row.active and (row.turn is None or row.turn <= cut)
-    within = row.turn is None or row.turn <= cut
-    if row.sidechain:
+    _line, _offset, _length, uuid_, active, sidechain, turn, raw_type = row
+    within = turn is None or turn <= cut
+    if uuid_ and not sidechain:
+        return active and within
+    if sidechain:
         # Inline subagent transcripts: the CLI never resumes them; a rewind keeps
         # the ones of kept turns, a fork (like the CLI's /branch) drops them.
         return mode == REWIND and within
-    if row.raw_type in DROPPED_TYPES:
+    if raw_type in DROPPED_TYPES:
         return False
     if mode == FORK:
-        return row.raw_type in REFERRING_TYPES and within
-    return within or row.raw_type in SESSION_LEVEL_TYPES
+        return raw_type in REFERRING_TYPES and within
+    return within or raw_type in SESSION_LEVEL_TYPES
 
 
 def _refers_to_kept(raw: bytes, kept: set[str]) -> bool:
@@ -306,37 +341,78 @@ def _refers_to_kept(raw: bytes, kept: set[str]) -> bool:
     return bool(refs) and all(r in kept for r in refs)
 
 
+class _Reader:
+    """Reads records by offset, a large block at a time when they lie back to back."""
+
+    BLOCK = 4 << 20
+
+    def __init__(self, f: BinaryIO) -> None:
+        self.f = f
+        self.start = 0
+        self.block = b""
+
+    def read(self, offset: int, length: int) -> bytes:
+        start = offset - self.start
+        if start >= 0 and start + length <= len(self.block):
+            return self.block[start : start + length]
+        self.f.seek(offset)
+        self.start = offset
+        self.block = self.f.read(max(length, self.BLOCK))
+        return self.block[:length]
+
+
 def _write_kept(
-    session: Session, out: BinaryIO, *, cut: int, mode: str, new_id: str | None
+    session: Session,
+    out: BinaryIO,
+    *,
+    cut: int,
+    mode: str,
+    new_id: str | None,
+    written: array | None = None,
 ) -> str | None:
-    """Stream the kept records into `out`; returns the last kept uuid."""
+    """Stream the kept records into `out`; returns the last kept uuid.
+
+    `written`, when given, receives (source line, bytes written) for each kept record.
+    """
     kept: set[str] = set()
     last_uuid = None
     source_id = str(session.session_id)
-    position = 0
-    with open(session.path, "rb", buffering=1024 * 1024) as src:
-        for row in _rows(session):
+    # Pieces gather in a buffer written out in large blocks: one write call per
+    # piece would cost more than copying the bytes.
+    pending = bytearray()
+    write = pending.extend
+    with open(session.path, "rb", buffering=0) as src:
+        reader = _Reader(src)
+        for row in _rows(session, after_turn=cut):
             if not _wanted(row, cut=cut, mode=mode):
                 continue
-            if position != row.offset:
-                src.seek(row.offset)
-            raw = src.read(row.length)
-            position = row.offset + len(raw)
-            if len(raw) != row.length:
+            _line, offset, length, uuid_, _active, sidechain, _turn, raw_type = row
+            raw = reader.read(offset, length)
+            if len(raw) != length:
                 raise SourceChanged(f"{session.path} is shorter than when it was imported")
-            if not row.uuid and row.raw_type in REFERRING_TYPES and not _refers_to_kept(raw, kept):
+            if not uuid_ and raw_type in REFERRING_TYPES and not _refers_to_kept(raw, kept):
                 continue
-            if row.uuid and not row.sidechain:
-                kept.add(row.uuid)
-                last_uuid = row.uuid
-            if not raw.endswith(b"\n"):
-                raw += b"\n"
-            if new_id is not None:
-                raw = restamp(
-                    raw, source_id=source_id, new_id=new_id, message_uuid=row.uuid or None
+            if uuid_ and not sidechain:
+                last_uuid = uuid_
+                if raw_type == "user":
+                    # Bookkeeping refers to prompts (file-history-snapshot.messageId);
+                    # remembering only user records keeps this set small.
+                    kept.add(uuid_)
+            before = len(pending)
+            if new_id is None:
+                write(raw if raw.endswith(b"\n") else raw + b"\n")
+            else:
+                restamp_into(
+                    write, raw, source_id=source_id, new_id=new_id, message_uuid=uuid_ or None
                 )
-            out.write(raw)
-    if not kept:
+            if written is not None:
+                written.append(_line)
+                written.append(len(pending) - before)
+            if len(pending) >= 4 << 20:
+                out.write(pending)
+                pending.clear()
+    out.write(pending)
+    if last_uuid is None:
         raise InvalidTurn(f"nothing to keep from session {session.session_id} at that turn")
     return last_uuid
 
@@ -413,6 +489,106 @@ def _register(
     return new
 
 
+COPY_FIELDS = (
+    "line, uuid, parent_uuid, logical_parent_uuid, raw_type, subtype, kind, turn, active, "
+    "sidechain, timestamp, text, error, input_tokens, output_tokens"
+)
+
+
+def _register_copy(
+    source: Session,
+    target: Path,
+    new_id: str,
+    *,
+    kind: str,
+    turn: int,
+    cut: int,
+    written: array,
+    title_line: bytes,
+    last_uuid: str | None,
+) -> Session:
+    """Record a new fork in the database from its source's rows, without re-reading it.
+
+    Every kept line was copied from a source record whose place in the graph is
+    known, so the new rows are the source rows renumbered, plus the title record.
+    Memory stays flat: the source rows stream past, `written` is two integers a line.
+    """
+    stat = target.stat()
+    with target.open("rb") as f:
+        head = f.read(HEAD_BYTES)
+    kept = source.records.filter(active=True).filter(Q(turn__lte=cut) | Q(turn__isnull=True))
+    span = kept.aggregate(first=Min("timestamp"), last=Max("timestamp"))
+    lines = len(written) // 2
+    new = Session.objects.create(
+        project=source.project,
+        session_id=new_id,
+        path=str(target),
+        agent=source.agent,
+        title=_title_of(title_line, source.agent),
+        custom_title=_title_of(title_line, source.agent),
+        first_prompt=source.first_prompt if cut else "",
+        cwd=source.cwd,
+        git_branch=source.git_branch,
+        models_used=source.models_used,
+        turn_count=cut,
+        record_count=lines + 1,
+        started_at=span["first"] or source.started_at,
+        updated_at=span["last"] or source.updated_at,
+        parent=source,
+        kind=kind,
+        fork_turn=turn,
+        file_size=stat.st_size,
+        file_mtime_ns=stat.st_mtime_ns,
+        bytes_imported=stat.st_size,
+        head_digest=head_digest(head),
+        line_count=lines + 1,
+        imported_at=timezone.now(),
+    )
+    tokens_in = tokens_out = 0
+    table = Record._meta.db_table
+    picks = iter(range(0, len(written), 2))
+    next_pick = next(picks, None)
+    batch: list[tuple] = []
+    offset = 0
+    with connection.cursor() as read, connection.cursor() as write:
+        read.execute(
+            f"SELECT {COPY_FIELDS} FROM {table} WHERE session_id = %s AND line >= %s "  # noqa: S608
+            "ORDER BY line",
+            [source.pk, written[0] if written else 0],
+        )
+        while next_pick is not None and (rows := read.fetchmany(5_000)):
+            for row in rows:
+                if next_pick is None or row[0] != written[next_pick]:
+                    continue
+                length = written[next_pick + 1]
+                new_line = next_pick // 2
+                batch.append((new.pk, new_line, offset, length, *row[1:]))
+                tokens_in += row[13]
+                tokens_out += row[14]
+                offset += length
+                next_pick = next(picks, None)
+                if len(batch) >= 2000:
+                    records_insert(write, batch)
+                    batch.clear()
+        title = parse_line(source.agent, title_line)
+        on_chain = bool(title.uuid)  # Qwen's title record is the new leaf
+        batch.append(
+            (new.pk, lines, offset, len(title_line), title.uuid or "", title.parent_uuid or "",
+             "", title.raw_type, title.subtype, title.kind, cut or None, on_chain, False,
+             None, "", "", 0, 0)
+        )  # fmt: skip
+        records_insert(write, batch)
+    new.input_tokens, new.output_tokens = tokens_in, tokens_out
+    new.leaf_uuid = title.uuid or last_uuid or ""
+    new.save(update_fields=["input_tokens", "output_tokens", "leaf_uuid"])
+    projects_refresh(project_ids=[source.project_id])
+    return new
+
+
+def _title_of(title_line: bytes, agent: str) -> str:
+    return (parse_line(agent, title_line).title or "")[:300]
+
+
 def _reimport(session: Session) -> Session:
     project = session.project
     report = ImportReport()
@@ -452,20 +628,19 @@ def _rewind_claude(session: Session, turn: int) -> Session:
             with create_exclusive(backup_path) as out:
                 position = 0
                 with open(path, "rb", buffering=1024 * 1024) as src:
-                    for row in _rows(session):
-                        if position != row.offset:
-                            src.seek(row.offset)
-                        raw = src.read(row.length)
-                        position = row.offset + len(raw)
+                    for _line, offset, length, uuid_, *_rest in _rows(session):
+                        if position != offset:
+                            src.seek(offset)
+                        raw = src.read(length)
+                        position = offset + len(raw)
                         digest.update(raw)
-                        out.write(
-                            restamp(
-                                raw,
-                                source_id=source_id,
-                                new_id=backup_id,
-                                message_uuid=row.uuid or None,
-                                reversible=True,
-                            )
+                        restamp_into(
+                            out.write,
+                            raw,
+                            source_id=source_id,
+                            new_id=backup_id,
+                            message_uuid=uuid_ or None,
+                            reversible=True,
                         )
                     if src.read(1):
                         raise SourceChanged(f"{path} grew while it was being saved; try again")

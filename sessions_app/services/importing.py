@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 import orjson
 from django.db import IntegrityError, connection, transaction
+from django.db.backends.utils import CursorWrapper
 from django.db.models import Count, Max
 from django.utils import timezone
 
@@ -145,6 +146,11 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def head_digest(head: bytes) -> str:
+    """The digest a fully imported file's head is compared with on the next import."""
+    return _digest(head[:HEAD_BYTES])
+
+
 def _import_open_file(
     source: SessionFile,
     f: BinaryIO,
@@ -177,7 +183,7 @@ def _import_open_file(
     existing = _existing_nodes(session) if start else []
     nodes = existing + reader.nodes
     analysis = analyse(nodes, source.agent)
-    _store_records(session, existing, new_rows, analysis)
+    _store_records(session, nodes, len(existing), new_rows, analysis)
 
     _update_session(session, source, reader, analysis, nodes, stat, head)
     report.sessions += 1
@@ -250,10 +256,23 @@ class _FileReader:
             length = len(raw)
             complete = raw.endswith(b"\n")
             record = parse_line(agent, raw)
-            self._note(record, line_no)
+            tokens_in, tokens_out = self._note(record, line_no)
             node = node_from_record(line_no, record)
             self.nodes.append(node)
-            rows.append((line_no, offset, length, record, node.timestamp))
+            # Only what the row needs beyond the node: a parsed record is large, and a
+            # 300 MB session has a hundred thousand of them.
+            rows.append(
+                (
+                    line_no,
+                    offset,
+                    length,
+                    record.raw_type,
+                    record.subtype,
+                    record.error,
+                    tokens_in,
+                    tokens_out,
+                )
+            )
             offset += length
             line_no += 1
             if complete:
@@ -263,13 +282,15 @@ class _FileReader:
                 self.line_end = line_no
         return rows
 
-    def _note(self, record: ParsedRecord, line_no: int) -> None:
+    def _note(self, record: ParsedRecord, line_no: int) -> tuple[int, int]:
+        """Collect the session facts of one record; returns the tokens it adds."""
+        counted = (0, 0)
         if record.kind == INVALID:
             self.invalid += 1
             if self.errors_reported < MAX_ERRORS_PER_FILE:
                 self.report.errors.append(f"{self.source.path}:{line_no + 1}: {record.error}")
                 self.errors_reported += 1
-            return
+            return counted
         if record.kind == ASSISTANT:
             if record.model and record.model not in self.models:
                 self.models.append(record.model)
@@ -277,6 +298,7 @@ class _FileReader:
             if not record.message_id or record.message_id != self.last_message_id:
                 self.input_tokens += record.input_tokens
                 self.output_tokens += record.output_tokens
+                counted = (record.input_tokens, record.output_tokens)
             self.last_message_id = record.message_id or ""
         elif record.kind == TITLE and record.title:
             self.title = record.title
@@ -288,6 +310,7 @@ class _FileReader:
             self.owner_id = record.session_id
         if record.forked_from and not self.forked_from:
             self.forked_from = record.forked_from
+        return counted
 
 
 def _existing_nodes(session: Session) -> list[Node]:
@@ -307,17 +330,50 @@ def _existing_nodes(session: Session) -> list[Node]:
     ]
 
 
+RECORD_COLUMNS = (
+    "session_id",
+    "line",
+    '"offset"',
+    "length",
+    "uuid",
+    "parent_uuid",
+    "logical_parent_uuid",
+    "raw_type",
+    "subtype",
+    "kind",
+    "turn",
+    "active",
+    "sidechain",
+    "timestamp",
+    "text",
+    "error",
+    "input_tokens",
+    "output_tokens",
+)
+
+
+def records_insert(cursor: CursorWrapper, rows: list[tuple]) -> None:
+    """Insert record rows (values in RECORD_COLUMNS order) in one round trip."""
+    if not rows:
+        return
+    # Plain executemany: the ORM's bulk_create costs more than the parsing.
+    table = Record._meta.db_table
+    sql = (
+        f"INSERT INTO {table} ({', '.join(RECORD_COLUMNS)}) "  # noqa: S608 (names are ours)
+        f"VALUES ({', '.join(['%s'] * len(RECORD_COLUMNS))})"
+    )
+    cursor.executemany(sql, rows)
+
+
 def _store_records(
-    session: Session, existing: list[Node], new_rows: list[tuple], analysis: Analysis
+    session: Session, nodes: list[Node], n_old: int, new_rows: list[tuple], analysis: Analysis
 ) -> None:
     if session.pk is None:
         session.save()
     table = Record._meta.db_table
     adapt = connection.ops.adapt_datetimefield_value
-    n_old = len(existing)
     changed = [
-        (analysis.turn[i], analysis.active[i], session.pk, node.line)
-        for i, node in enumerate(existing)
+        (analysis.turn[i], analysis.active[i], session.pk, nodes[i].line) for i in range(n_old)
     ]
     with connection.cursor() as cursor:
         if changed:
@@ -334,39 +390,36 @@ def _store_records(
                     "WHERE session_id = %s AND line = %s",
                     updates,
                 )
-        sql = (
-            f'INSERT INTO {table} (session_id, line, "offset", length, uuid, parent_uuid, '  # noqa: S608
-            "logical_parent_uuid, raw_type, subtype, kind, turn, active, sidechain, timestamp, "
-            "text, error) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-        )
         batch: list[tuple] = []
-        for k, (line, offset, length, r, ts) in enumerate(new_rows):
+        for k, (line, offset, length, raw_type, subtype, error, t_in, t_out) in enumerate(new_rows):
             i = n_old + k
+            node = nodes[i]
             batch.append(
                 (
                     session.pk,
                     line,
                     offset,
                     length,
-                    r.uuid or "",
-                    r.parent_uuid or "",
-                    r.logical_parent_uuid or "",
-                    r.raw_type[:64],
-                    r.subtype[:64],
-                    r.kind,
+                    node.uuid or "",
+                    node.parent_uuid or "",
+                    node.logical_parent_uuid or "",
+                    raw_type[:64],
+                    subtype[:64],
+                    node.kind,
                     analysis.turn[i],
                     analysis.active[i],
-                    r.sidechain,
-                    adapt(ts) if ts else None,
-                    r.text or "",
-                    (r.error or "")[:255],
+                    node.sidechain,
+                    adapt(node.timestamp) if node.timestamp else None,
+                    node.text or "",
+                    (error or "")[:255],
+                    min(t_in, 2**31 - 1),
+                    min(t_out, 2**31 - 1),
                 )
             )
             if len(batch) >= BATCH:
-                cursor.executemany(sql, batch)
+                records_insert(cursor, batch)
                 batch.clear()
-        if batch:
-            cursor.executemany(sql, batch)
+        records_insert(cursor, batch)
 
 
 def _update_session(

@@ -1,0 +1,140 @@
+"""Generated sessions for the benchmarks, made from the real fixture transcripts.
+
+Everything streams: a 300 MB session is written line by line, never held whole.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+BIGREPO = FIXTURES / "cli/claude/-home-dev-code-bigrepo/ad8024e4-83f0-4ff3-82f8-4e19f6c9127b.jsonl"
+ID_KEYS = ("uuid", "parentUuid", "logicalParentUuid", "leafUuid", "messageId", "sessionId")
+
+
+def _conversation_records(path: Path) -> list[dict]:
+    """The records of a real session that carry a uuid, in file order."""
+    out = []
+    for line in path.read_bytes().splitlines():
+        record = orjson.loads(line)
+        if record.get("uuid"):
+            out.append(record)
+    return out
+
+
+def long_session(
+    folder: Path, *, target_bytes: int, session_id: str | None = None, source: Path = BIGREPO
+) -> tuple[Path, int]:
+    """One Claude Code session of about `target_bytes`, its turns copied from `source`.
+
+    Each copy gets fresh uuids and is chained to the previous copy's last record,
+    so the file is one long conversation. Returns the path and the number of lines.
+    """
+    session_id = session_id or str(uuid.uuid4())
+    template = _conversation_records(source)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{session_id}.jsonl"
+    written = lines = copy = 0
+    previous_tail: str | None = None
+    with path.open("wb", buffering=1 << 20) as out:
+        while written < target_bytes:
+            mapping: dict[str, str] = {}
+            for record in template:
+                mapping[record["uuid"]] = str(uuid.uuid4())
+            for record in template:
+                fresh = dict(record)
+                fresh["uuid"] = mapping[record["uuid"]]
+                parent = record.get("parentUuid")
+                fresh["parentUuid"] = mapping.get(parent) if parent else previous_tail
+                fresh["sessionId"] = session_id
+                # Keep time moving forward so the newest leaf is the real end.
+                fresh["timestamp"] = (
+                    f"2026-{1 + copy // 28 % 12:02d}-{1 + copy % 28:02d}T{record.get('timestamp', 'T00:00:00.000Z').split('T', 1)[1]}"
+                )
+                data = orjson.dumps(fresh) + b"\n"
+                out.write(data)
+                written += len(data)
+                lines += 1
+            previous_tail = mapping[template[-1]["uuid"]]
+            copy += 1
+    return path, lines
+
+
+def tiny_turns_session(folder: Path, *, turns: int, session_id: str | None = None) -> Path:
+    """A session with many small turns (prompt, answer with a tool call, result, answer)."""
+    session_id = session_id or str(uuid.uuid4())
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{session_id}.jsonl"
+    parent = None
+    with path.open("wb", buffering=1 << 20) as out:
+        for n in range(turns):
+            for record in _turn(n, session_id, parent):
+                out.write(orjson.dumps(record) + b"\n")
+                parent = record["uuid"]
+    return path
+
+
+def _turn(n: int, sid: str, parent: str | None) -> Iterator[dict]:
+    ts = f"2026-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}.000Z"
+    base = {"sessionId": sid, "timestamp": ts, "cwd": "/work/bench", "isSidechain": False}
+    u, a, r, b = (str(uuid.uuid4()) for _ in range(4))
+    yield {
+        **base,
+        "type": "user",
+        "uuid": u,
+        "parentUuid": parent,
+        "message": {"role": "user", "content": f"Question {n}: what does step {n} do?"},
+    }
+    yield {
+        **base,
+        "type": "assistant",
+        "uuid": a,
+        "parentUuid": u,
+        "message": {
+            "id": f"m{n}a",
+            "role": "assistant",
+            "model": "claude-bench",
+            "content": [
+                {"type": "text", "text": f"Let me check **step {n}**."},
+                {
+                    "type": "tool_use",
+                    "id": f"t{n}",
+                    "name": "Bash",
+                    "input": {"command": f"echo step {n}"},
+                },
+            ],
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        },
+    }
+    yield {
+        **base,
+        "type": "user",
+        "uuid": r,
+        "parentUuid": a,
+        "message": {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": f"step {n}"}],
+        },
+    }
+    yield {
+        **base,
+        "type": "assistant",
+        "uuid": b,
+        "parentUuid": r,
+        "message": {
+            "id": f"m{n}b",
+            "role": "assistant",
+            "model": "claude-bench",
+            "content": [
+                {
+                    "type": "text",
+                    "text": f"Step {n} prints its number.\n\n| a | b |\n|---|---|\n| {n} | ok |",
+                }
+            ],
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        },
+    }
