@@ -103,8 +103,18 @@ class Session(models.Model):
             )
         ]
         permissions = [("write_sessions", "Can branch, fork and rewind sessions")]
+        # One per sort of the sessions page, so that a page of a 10,000-session
+        # project is read from an index, not sorted.
         indexes = [
-            models.Index(fields=["project", "-updated_at"], name="session_project_activity"),
+            models.Index(
+                fields=["project", "is_subagent", "-updated_at"], name="session_by_activity"
+            ),
+            models.Index(fields=["project", "is_subagent", "-started_at"], name="session_by_start"),
+            models.Index(fields=["project", "is_subagent", "-turn_count"], name="session_by_turns"),
+            models.Index(
+                fields=["project", "is_subagent", "-output_tokens"], name="session_by_tokens"
+            ),
+            models.Index(fields=["project", "is_subagent", "title"], name="session_by_title"),
         ]
 
     def __str__(self) -> str:

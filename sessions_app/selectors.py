@@ -47,14 +47,28 @@ def sessions_of_project(*, project: Project, query: str = "", sort: str = "updat
         Session.objects.listed()
         .filter(project=project)
         .select_related("parent")
-        .annotate(children_count=Count("children"))
-        .defer("abandoned", "first_prompt", "rewind_undo")
+        .defer(
+            "abandoned", "first_prompt", "rewind_undo", "parent__abandoned", "parent__first_prompt"
+        )
     )
     if query:
         sessions = sessions.filter(
             Q(title__icontains=query) | Q(first_prompt__icontains=query) | Q(git_branch=query)
         )
     return sessions.order_by(SESSION_SORTS.get(sort, "-updated_at"), "-id")
+
+
+def with_children_counts(sessions: list[Session]) -> list[Session]:
+    """Set `children_count` on a page of sessions with one query for the whole page."""
+    counts = dict(
+        Session.objects.filter(parent_id__in=[s.pk for s in sessions])
+        .values_list("parent_id")
+        .annotate(n=Count("id"))
+        .values_list("parent_id", "n")
+    )
+    for session in sessions:
+        session.children_count = counts.get(session.pk, 0)
+    return sessions
 
 
 def transcript_records(

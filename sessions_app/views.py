@@ -52,6 +52,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
     sort = request.GET.get("sort", "updated")
     sessions = selectors.sessions_of_project(project=project, query=query, sort=sort)
     page = Paginator(sessions, 50).get_page(request.GET.get("page"))
+    page.object_list = selectors.with_children_counts(list(page.object_list))
     template = "sessions_app/project_detail.html"
     if request.htmx:
         template += "#session-list"

@@ -1,0 +1,140 @@
+"""Benchmark: server time and SQL queries of the transcript and sessions pages.
+
+Generates a 5,000-turn session (imported from a real file) and a project with
+10,000 sessions (rows, a tenth of them forks of others), plus small versions of
+both, and requests each page through Django's test client: the median of several
+requests and the number of SQL queries, which must not grow with the size.
+
+    .venv/bin/python bench/bench_pages.py [--turns 5000] [--sessions 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+REQUESTS = 15
+
+
+def _setup(data_dir: Path) -> None:
+    os.environ["BRANCHBOARD_DATA_DIR"] = str(data_dir)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "branchboard.settings")
+    import django
+
+    django.setup()
+
+
+def _measure(client, url: str) -> tuple[float, int, int]:
+    """Median server time (ms), SQL queries and bytes of `url`."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.get(url)  # warm caches once
+    times = []
+    for _ in range(REQUESTS):
+        start = time.perf_counter()
+        response = client.get(url)
+        times.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 200, (url, response.status_code)
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url)
+    return statistics.median(times), len(queries), len(response.content)
+
+
+def _project_with_sessions(root: Path, count: int):
+    from django.utils import timezone
+
+    from sessions_app.models import Project, Session
+    from sessions_app.services.importing import projects_refresh
+
+    project = Project.objects.create(
+        agent="claude", folder=str(root / f"-bench-{count}"), root=str(root)
+    )
+    now = timezone.now()
+    rows = [
+        Session(
+            project=project,
+            session_id=uuid.uuid4(),
+            path=str(root / f"-bench-{count}" / f"{n}.jsonl"),
+            agent="claude",
+            title=f"Session {n}: refactor the parser and add tests",
+            first_prompt=f"Session {n}",
+            cwd="/work/bench",
+            git_branch="main",
+            models_used=["claude-bench"],
+            turn_count=n % 40,
+            record_count=n % 400,
+            started_at=now - timezone.timedelta(minutes=n),
+            updated_at=now - timezone.timedelta(minutes=n),
+        )
+        for n in range(count)
+    ]
+    Session.objects.bulk_create(rows, batch_size=2000)
+    sessions = list(Session.objects.filter(project=project).order_by("id").only("id"))
+    forks = []
+    for n in range(0, count, 10):  # every tenth session is a fork of the one before it
+        if n:
+            forks.append(
+                Session(pk=sessions[n].pk, parent_id=sessions[n - 1].pk, kind="fork", fork_turn=2)
+            )
+    Session.objects.bulk_update(forks, ["parent", "kind", "fork_turn"], batch_size=2000)
+    projects_refresh(project_ids=[project.pk])
+    return project
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=5000)
+    parser.add_argument("--sessions", type=int, default=10000)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bb-bench-pages-"))
+    _setup(work / "data")
+    from django.core.management import call_command
+    from django.test import Client
+
+    from bench.corpus import tiny_turns_session
+    from sessions_app.models import Session
+    from sessions_app.services.importing import sessions_import
+
+    call_command("migrate", verbosity=0)
+    client = Client(HTTP_HOST="localhost")
+    rows = []
+    try:
+        for turns in (args.turns // 10, args.turns):
+            root = work / f"turns{turns}"
+            path = tiny_turns_session(root / "-work-bench", turns=turns)
+            sessions_import(roots=[root])
+            session = Session.objects.get(path=str(path))
+            ms, queries, size = _measure(client, f"/sessions/{session.session_id}/")
+            rows.append((f"transcript, first paint ({turns} turns)", ms, queries, size))
+            ms, queries, size = _measure(
+                client, f"/sessions/{session.session_id}/?after={turns // 2}"
+            )
+            rows.append((f"transcript, a later page ({turns} turns)", ms, queries, size))
+        for count in (args.sessions // 10, args.sessions):
+            project = _project_with_sessions(work, count)
+            ms, queries, size = _measure(client, f"/projects/{project.pk}/")
+            rows.append((f"sessions page ({count} sessions)", ms, queries, size))
+            ms, queries, size = _measure(client, f"/projects/{project.pk}/?page=100&sort=turns")
+            rows.append((f"sessions page 100, by turns ({count})", ms, queries, size))
+        ms, queries, size = _measure(client, "/")
+        rows.append(("projects page", ms, queries, size))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"\n{'page':<42} {'median ms':>10} {'queries':>8} {'KB':>7}")
+    for label, ms, queries, size in rows:
+        print(f"{label:<42} {ms:>10.1f} {queries:>8} {size / 1024:>7.0f}")
+    print(f"\n(median of {REQUESTS} requests through Django's test client, SQLite, DEBUG off)")
+
+
+if __name__ == "__main__":
+    main()
