@@ -138,3 +138,51 @@ def _turn(n: int, sid: str, parent: str | None) -> Iterator[dict]:
             "usage": {"input_tokens": 10, "output_tokens": 5},
         },
     }
+
+
+def _remap(record: dict, mapping: dict[str, str], session_id: str) -> dict:
+    out = dict(record)
+    for key in ID_KEYS:
+        value = out.get(key)
+        if key == "sessionId" and "sessionId" in out:
+            out[key] = session_id
+        elif isinstance(value, str) and value:
+            out[key] = mapping.setdefault(value, str(uuid.uuid4()))
+    return out
+
+
+def replicated_corpus(root: Path, *, target_bytes: int) -> tuple[int, int]:
+    """Copies of every real fixture session, each with a fresh id and fresh uuids.
+
+    Spread over several project folders; returns (files, bytes).
+    """
+    sources = [
+        p
+        for p in sorted(FIXTURES.rglob("*.jsonl"))
+        if not p.name.startswith("agent-") and "subagents" not in p.parts
+    ]
+    files = written = copy = 0
+    while written < target_bytes:
+        for source in sources:
+            qwen = source.parent.name == "chats"
+            project = (
+                root
+                / f"-bench-{source.parent.parent.name if qwen else source.parent.name}-{copy % 8}"
+            )
+            folder = project / "chats" if qwen else project
+            folder.mkdir(parents=True, exist_ok=True)
+            session_id = str(uuid.uuid4())
+            mapping: dict[str, str] = {}
+            with (folder / f"{session_id}.jsonl").open("wb", buffering=1 << 20) as out:
+                for line in source.read_bytes().splitlines():
+                    try:
+                        record = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        data = line + b"\n"
+                    else:
+                        data = orjson.dumps(_remap(record, mapping, session_id)) + b"\n"
+                    out.write(data)
+                    written += len(data)
+            files += 1
+        copy += 1
+    return files, written
