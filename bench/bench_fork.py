@@ -25,13 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def _setup(data_dir: Path) -> None:
-    os.environ["BRANCHBOARD_DATA_DIR"] = str(data_dir)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "branchboard.settings")
-    import django
-
-    django.setup()
+from bench.corpus import django_setup  # noqa: E402 (needs the path above)
 
 
 def _rss_mb(field: str = "VmHWM") -> float:
@@ -47,7 +41,7 @@ def _rss_mb(field: str = "VmHWM") -> float:
 
 def child(data_dir: Path, session_id: str, turn: int | None) -> None:
     """Run one fork and print its figures as JSON (in a fresh process, for RSS)."""
-    _setup(data_dir)
+    django_setup(data_dir)
     from sessions_app.models import Session
     from sessions_app.services import branching
 
@@ -112,14 +106,12 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bb-bench-fork-"))
     data_dir = work / "data"
-    _setup(data_dir)
-    from django.core.management import call_command
+    django_setup(data_dir)
 
     from bench.corpus import long_session
     from sessions_app.models import Session
     from sessions_app.services.importing import sessions_import
 
-    call_command("migrate", verbosity=0)
     rows = []
     try:
         for size in [int(s) for s in args.sizes.split(",")]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -26,16 +25,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def _setup(data_dir: Path) -> None:
-    os.environ["BRANCHBOARD_DATA_DIR"] = str(data_dir)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "branchboard.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+from bench.corpus import django_setup  # noqa: E402 (needs the path above)
 
 
 def _hwm_mb(field: str = "VmHWM") -> float:
@@ -60,7 +50,7 @@ def raw_parse_seconds(root: Path) -> tuple[float, int]:
 
 def child(data_dir: Path, root: Path) -> None:
     """Import `root` in this fresh process and print time and memory as JSON."""
-    _setup(data_dir)
+    django_setup(data_dir)
     from sessions_app.services.importing import sessions_import
 
     before = _hwm_mb("VmRSS")
@@ -95,7 +85,7 @@ def main() -> None:
         raw_parse_seconds(corpus)  # once to warm the page cache, as the import will find it
         raw, _ = min((raw_parse_seconds(corpus) for _ in range(3)), key=lambda r: r[0])
 
-        _setup(work / "data")
+        django_setup(work / "data")
         from sessions_app.services.importing import sessions_import
 
         start = time.perf_counter()

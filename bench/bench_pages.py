@@ -11,7 +11,6 @@ requests and the number of SQL queries, which must not grow with the size.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import sys
@@ -22,15 +21,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.corpus import django_setup  # noqa: E402 (needs the path above)
+
 REQUESTS = 15
-
-
-def _setup(data_dir: Path) -> None:
-    os.environ["BRANCHBOARD_DATA_DIR"] = str(data_dir)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "branchboard.settings")
-    import django
-
-    django.setup()
 
 
 def _measure(client, url: str) -> tuple[float, int, int]:
@@ -97,15 +91,13 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=10000)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bb-bench-pages-"))
-    _setup(work / "data")
-    from django.core.management import call_command
+    django_setup(work / "data")
     from django.test import Client
 
     from bench.corpus import tiny_turns_session
     from sessions_app.models import Session
     from sessions_app.services.importing import sessions_import
 
-    call_command("migrate", verbosity=0)
     client = Client(HTTP_HOST="localhost")
     rows = []
     try:

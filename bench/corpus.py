@@ -5,6 +5,7 @@ Everything streams: a 300 MB session is written line by line, never held whole.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -186,3 +187,15 @@ def replicated_corpus(root: Path, *, target_bytes: int) -> tuple[int, int]:
             files += 1
         copy += 1
     return files, written
+
+
+def django_setup(data_dir: Path) -> None:
+    """Django on a fresh SQLite database in `data_dir`, migrated."""
+    os.environ["BRANCHBOARD_DATA_DIR"] = str(data_dir)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "branchboard.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)

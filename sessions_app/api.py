@@ -9,7 +9,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
 
 import orjson
 from django.conf import settings
@@ -38,13 +37,17 @@ def _error(status: int, message: str) -> JsonResponse:
 
 
 def token_required(*, write: bool) -> Callable:
-    """Authenticate by bearer token (401 without one); writes need the permission (403)."""
+    """Authenticate by bearer token (401 without one); writes need the permission (403).
+
+    The view gets the session named in the URL (404 when unknown), and a refusal of
+    the engine becomes its status code with the message as `{"error": ...}`.
+    """
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @csrf_exempt
         @login_not_required
         @wraps(view)
-        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def wrapped(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
             header = request.headers.get("Authorization", "")
             scheme, _, key = header.partition(" ")
             token = None
@@ -64,7 +67,13 @@ def token_required(*, write: bool) -> Callable:
                 return _error(403, "this token's user may not branch, fork or rewind")
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
             request.api_token = token
-            return view(request, *args, **kwargs)
+            session = _session(session_id)
+            if session is None:
+                return _error(404, f"no session {session_id}")
+            try:
+                return view(request, session)
+            except BranchError as exc:
+                return _error(exc.status, str(exc))
 
         return wrapped
 
@@ -116,33 +125,24 @@ def session_json(session: Session, *, turns: bool = False) -> dict:
 
 @require_GET
 @token_required(write=False)
-def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+def session_detail(request: HttpRequest, session: Session) -> HttpResponse:
     """GET /api/sessions/<id>: metadata, turns with their prompt text, lineage."""
-    session = _session(session_id)
-    if session is None:
-        return _error(404, f"no session {session_id}")
     return JsonResponse(session_json(session, turns=True))
 
 
 @require_POST
 @token_required(write=True)
-def session_fork_view(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+def session_fork_view(request: HttpRequest, session: Session) -> HttpResponse:
     """POST /api/sessions/<id>/fork {"turn": N, "include_turn": bool, "title": str}."""
-    session = _session(session_id)
-    if session is None:
-        return _error(404, f"no session {session_id}")
-    try:
-        data = _body(request)
-        turn = _turn_field(data, required=False)
-        include = data.get("include_turn", True)
-        if not isinstance(include, bool):
-            raise BranchError("include_turn must be true or false")
-        title = data.get("title")
-        if title is not None and (not isinstance(title, str) or len(title) > 300):
-            raise BranchError("title must be a string of at most 300 characters")
-        new = session_fork(session=session, turn=turn, include_turn=include, title=title or None)
-    except BranchError as exc:
-        return _error(exc.status, str(exc))
+    data = _body(request)
+    turn = _turn_field(data, required=False)
+    include = data.get("include_turn", True)
+    if not isinstance(include, bool):
+        raise BranchError("include_turn must be true or false")
+    title = data.get("title")
+    if title is not None and (not isinstance(title, str) or len(title) > 300):
+        raise BranchError("title must be a string of at most 300 characters")
+    new = session_fork(session=session, turn=turn, include_turn=include, title=title or None)
     audit_record(
         request=request, action=new.kind, session=session, result=new, turn=turn, via="api"
     )
@@ -154,16 +154,10 @@ def session_fork_view(request: HttpRequest, session_id: uuid.UUID) -> HttpRespon
 
 @require_POST
 @token_required(write=True)
-def session_rewind_view(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+def session_rewind_view(request: HttpRequest, session: Session) -> HttpResponse:
     """POST /api/sessions/<id>/rewind {"turn": N}."""
-    session = _session(session_id)
-    if session is None:
-        return _error(404, f"no session {session_id}")
-    try:
-        turn = _turn_field(_body(request), required=True)
-        rewound = session_rewind(session=session, turn=turn)
-    except BranchError as exc:
-        return _error(exc.status, str(exc))
+    turn = _turn_field(_body(request), required=True)
+    rewound = session_rewind(session=session, turn=turn)
     audit_record(
         request=request, action="rewind", session=rewound, result=None, turn=turn, via="api"
     )
@@ -174,15 +168,9 @@ def session_rewind_view(request: HttpRequest, session_id: uuid.UUID) -> HttpResp
 
 @require_POST
 @token_required(write=True)
-def session_rewind_undo_view(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+def session_rewind_undo_view(request: HttpRequest, session: Session) -> HttpResponse:
     """POST /api/sessions/<id>/rewind/undo."""
-    session = _session(session_id)
-    if session is None:
-        return _error(404, f"no session {session_id}")
-    try:
-        restored = session_rewind_undo(session=session)
-    except BranchError as exc:
-        return _error(exc.status, str(exc))
+    restored = session_rewind_undo(session=session)
     audit_record(
         request=request, action="rewind_undo", session=restored, result=None, turn=None, via="api"
     )

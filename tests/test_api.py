@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import time
 import uuid
 from pathlib import Path
 
@@ -16,21 +15,11 @@ from django.urls import get_resolver
 from sessions_app.api_schema import OPENAPI
 from sessions_app.models import ApiToken, AuditEntry, Session
 from sessions_app.services import branching
-from sessions_app.services.importing import sessions_import
 
 pytestmark = pytest.mark.django_db
 
 WEBAPP = "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl"
 WEBAPP_ID = "d62afd75-12b1-4077-921c-1fa1eda79364"
-
-
-@pytest.fixture
-def imported(corpus: Path, corpus_roots: list[Path]) -> Path:
-    old = time.time() - 60
-    for path in corpus.rglob("*.jsonl"):
-        os.utime(path, (old, old))
-    sessions_import(roots=corpus_roots)
-    return corpus
 
 
 @pytest.fixture

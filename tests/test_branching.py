@@ -55,14 +55,6 @@ def idle(path: Path) -> None:
     os.utime(path, (old, old))
 
 
-@pytest.fixture
-def imported(corpus: Path, corpus_roots: list[Path]) -> Path:
-    for path in corpus.rglob("*.jsonl"):
-        idle(path)
-    sessions_import(roots=corpus_roots)
-    return corpus
-
-
 def session_at(corpus: Path, relpath: str) -> Session:
     return Session.objects.select_related("project").get(path=str(corpus / relpath))
 

@@ -6,13 +6,13 @@ import re
 import uuid
 from pathlib import Path
 
-import orjson
 import pytest
 
 from sessions_app.models import Project, Session
 from sessions_app.services.branching import session_fork
 from sessions_app.services.importing import sessions_import
 
+from .conftest import write_evil_session
 from .facts import FORKS_TREE
 
 pytestmark = pytest.mark.django_db
@@ -21,12 +21,6 @@ WEBAPP = "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.
 BIGREPO_ID = "ad8024e4-83f0-4ff3-82f8-4e19f6c9127b"
 AGENTS_ID = "04fa9149-8141-4f34-8bc2-f6d11b8fa354"
 HX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture
-def imported(corpus: Path, corpus_roots: list[Path]) -> Path:
-    sessions_import(roots=corpus_roots)
-    return corpus
 
 
 def body(response) -> str:
@@ -139,42 +133,7 @@ def test_unknown_and_malformed_ids_are_404(client, imported: Path) -> None:
 
 
 def test_script_in_a_transcript_is_inert(client, tmp_path: Path) -> None:
-    folder = tmp_path / "-w"
-    folder.mkdir()
-    sid = str(uuid.uuid4())
-    evil = "<script>alert(1)</script> <img src=x onerror=alert(2)> [click](javascript:alert(3))"
-    records = [
-        {
-            "type": "user",
-            "uuid": "u1",
-            "parentUuid": None,
-            "sessionId": sid,
-            "timestamp": "2026-01-01T00:00:00Z",
-            "message": {"content": evil},
-        },
-        {
-            "type": "assistant",
-            "uuid": "a1",
-            "parentUuid": "u1",
-            "sessionId": sid,
-            "timestamp": "2026-01-01T00:00:01Z",
-            "message": {
-                "content": [
-                    {"type": "text", "text": evil},
-                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": evil}},
-                ]
-            },
-        },
-        {
-            "type": "user",
-            "uuid": "r1",
-            "parentUuid": "a1",
-            "sessionId": sid,
-            "timestamp": "2026-01-01T00:00:02Z",
-            "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": evil}]},
-        },
-    ]
-    (folder / f"{sid}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    sid = write_evil_session(tmp_path)
     sessions_import(roots=[tmp_path])
     response = client.get(f"/sessions/{sid}/")
     html = body(response)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -13,21 +12,11 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from sessions_app.models import ApiToken, AuditEntry
-from sessions_app.services.importing import sessions_import
 
 pytestmark = pytest.mark.django_db
 
 WEBAPP_ID = "d62afd75-12b1-4077-921c-1fa1eda79364"
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def imported(corpus: Path, corpus_roots: list[Path]) -> Path:
-    old = time.time() - 60
-    for path in corpus.rglob("*.jsonl"):
-        os.utime(path, (old, old))
-    sessions_import(roots=corpus_roots)
-    return corpus
 
 
 @pytest.fixture

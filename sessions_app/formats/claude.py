@@ -12,7 +12,6 @@ from . import (
     COMPACT_BOUNDARY,
     COMPACT_SUMMARY,
     LOCAL_OUTPUT,
-    OTHER,
     PROGRESS,
     PROMPT,
     SUMMARY,
@@ -22,7 +21,7 @@ from . import (
     USER_OTHER,
     ParsedRecord,
 )
-from .common import clip, ident, integer, load, string
+from .common import base_record, clip, integer, load, string
 
 # Newer CLIs say where a prompt came from; these origins are people (or a script
 # acting for one through the SDK).
@@ -117,20 +116,8 @@ def parse_line(raw: bytes) -> ParsedRecord:
     data = load(raw)
     if isinstance(data, ParsedRecord):
         return data
-    raw_type = ident(data, "type") or ""
-    record = ParsedRecord(
-        kind=OTHER,
-        raw_type=raw_type,
-        subtype=ident(data, "subtype") or "",
-        uuid=ident(data, "uuid"),
-        parent_uuid=ident(data, "parentUuid"),
-        logical_parent_uuid=ident(data, "logicalParentUuid"),
-        timestamp=ident(data, "timestamp"),
-        sidechain=data.get("isSidechain") is True,
-        session_id=ident(data, "sessionId"),
-        cwd=clip(string(data, "cwd")),
-        git_branch=clip(string(data, "gitBranch")),
-    )
+    record = base_record(data)
+    raw_type = record.raw_type
     forked = data.get("forkedFrom")
     if isinstance(forked, dict):
         record.forked_from = string(forked, "sessionId")

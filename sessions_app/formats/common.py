@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from . import INVALID, TEXT_LIMIT, ParsedRecord
+from . import INVALID, OTHER, TEXT_LIMIT, ParsedRecord
 
 
 def load(raw: bytes) -> dict[str, Any] | ParsedRecord:
@@ -56,3 +56,20 @@ def clip(text: str | None) -> str | None:
     text = text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT]
     # PostgreSQL refuses NUL in text columns; the file keeps the original.
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+def base_record(data: dict[str, Any]) -> ParsedRecord:
+    """The fields both CLIs write the same way; the reader fills in the kind."""
+    return ParsedRecord(
+        kind=OTHER,
+        raw_type=ident(data, "type") or "",
+        subtype=ident(data, "subtype") or "",
+        uuid=ident(data, "uuid"),
+        parent_uuid=ident(data, "parentUuid"),
+        logical_parent_uuid=ident(data, "logicalParentUuid"),
+        timestamp=ident(data, "timestamp"),
+        sidechain=data.get("isSidechain") is True,
+        session_id=ident(data, "sessionId"),
+        cwd=clip(string(data, "cwd")),
+        git_branch=clip(string(data, "gitBranch")),
+    )

@@ -6,7 +6,6 @@ from typing import Any
 
 from . import (
     ASSISTANT,
-    OTHER,
     PROMPT,
     REWIND,
     SYSTEM,
@@ -15,7 +14,7 @@ from . import (
     USER_OTHER,
     ParsedRecord,
 )
-from .common import clip, ident, integer, load, string
+from .common import base_record, clip, integer, load, string
 
 
 def message_text(message: Any) -> str:
@@ -45,18 +44,8 @@ def parse_line(raw: bytes) -> ParsedRecord:
     data = load(raw)
     if isinstance(data, ParsedRecord):
         return data
-    raw_type = ident(data, "type") or ""
-    record = ParsedRecord(
-        kind=OTHER,
-        raw_type=raw_type,
-        subtype=ident(data, "subtype") or "",
-        uuid=ident(data, "uuid"),
-        parent_uuid=ident(data, "parentUuid"),
-        timestamp=ident(data, "timestamp"),
-        session_id=ident(data, "sessionId"),
-        cwd=clip(string(data, "cwd")),
-        git_branch=clip(string(data, "gitBranch")),
-    )
+    record = base_record(data)
+    raw_type = record.raw_type
     message = data.get("message")
     if raw_type == "user":
         text = message_text(message)

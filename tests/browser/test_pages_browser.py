@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import re
-import uuid
 from pathlib import Path
 
-import orjson
 import pytest
 from playwright.sync_api import Page, expect
 
 from sessions_app.models import Session
 from sessions_app.services.branching import session_fork
 from sessions_app.services.importing import sessions_import
+from tests.conftest import write_evil_session
 
 from .conftest import shot
 
@@ -81,29 +80,7 @@ def test_lineage_link_leads_to_the_parent(page: Page, live_server, session_root:
 def test_script_and_javascript_links_in_a_transcript_run_nothing(
     page: Page, live_server, session_root: Path, fail_on_dialog: list[str]
 ) -> None:
-    folder = session_root / "evil" / "-w"
-    folder.mkdir(parents=True)
-    sid = str(uuid.uuid4())
-    evil = "<script>alert(1)</script> <img src=x onerror=alert(2)> [click me](javascript:alert(3))"
-    records = [
-        {
-            "type": "user",
-            "uuid": "u1",
-            "parentUuid": None,
-            "sessionId": sid,
-            "timestamp": "2026-01-01T00:00:00Z",
-            "message": {"content": evil},
-        },
-        {
-            "type": "assistant",
-            "uuid": "a1",
-            "parentUuid": "u1",
-            "sessionId": sid,
-            "timestamp": "2026-01-01T00:00:01Z",
-            "message": {"content": [{"type": "text", "text": evil}]},
-        },
-    ]
-    (folder / f"{sid}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    sid = write_evil_session(session_root / "evil")
     sessions_import(roots=[session_root / "evil"])
     page.goto(f"{live_server.url}/sessions/{sid}/")
     expect(page.locator(".prompt-text")).to_contain_text("<script>alert(1)</script>")
