@@ -152,3 +152,119 @@ def test_fork_rows_equal_a_fresh_import_of_the_fork(
     report = sessions_import(roots=[root])
     assert report.sessions == 0
     Session.objects.all().delete()
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["fork", "before", "branch", "rewind", "undo", "append"]), st.integers(1, 6)
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=OPS)
+def test_nothing_is_ever_lost(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, int]], settings
+) -> None:
+    """After any sequence of branch, fork, rewind and undo, every record that ever existed is in some file."""
+    import os
+    import time
+
+    from sessions_app.services.branching import (
+        BranchError,
+        session_fork,
+        session_rewind,
+        session_rewind_undo,
+    )
+
+    from django.test import override_settings
+
+    with override_settings(BRANCHBOARD_BUSY_SECONDS=0):
+        _run_operations(tmp_path_factory.mktemp("root"), ops)
+
+
+def _run_operations(root: Path, ops: list[tuple[str, int]]) -> None:
+    import os
+    import time
+
+    from sessions_app.services.branching import (
+        BranchError,
+        session_fork,
+        session_rewind,
+        session_rewind_undo,
+    )
+
+    folder = root / "-work-lost"
+    folder.mkdir()
+    path = folder / f"{uuid.uuid4()}.jsonl"
+    path.write_bytes(
+        b"".join(
+            build(
+                [
+                    "prompt",
+                    "answer",
+                    "prompt",
+                    "tool",
+                    "answer",
+                    "prompt",
+                    "answer",
+                    "prompt",
+                    "answer",
+                ]
+            )
+        )
+    )
+    seen: set[str] = set()
+
+    def everything() -> set[str]:
+        found = set()
+        for file in folder.glob("*.jsonl"):
+            for line in file.read_bytes().splitlines():
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(record, dict) and record.get("uuid"):
+                    found.add(record["uuid"])
+        return found
+
+    old = time.time() - 60
+    os.utime(path, (old, old))
+    sessions_import(roots=[root])
+    seen |= everything()
+    for op, turn in ops:
+        source = Session.objects.select_related("project").get(path=str(path))
+        try:
+            if op == "fork":
+                session_fork(session=source, turn=turn)
+            elif op == "before":
+                session_fork(session=source, turn=turn, include_turn=False)
+            elif op == "branch":
+                session_fork(session=source)
+            elif op == "rewind":
+                session_rewind(session=source, turn=turn)
+            elif op == "undo":
+                session_rewind_undo(session=source)
+            else:  # the CLI carries on in the session
+                last = Session.objects.get(pk=source.pk).leaf_uuid or None
+                extra = {
+                    "type": "user",
+                    "uuid": str(uuid.uuid4()),
+                    "parentUuid": last,
+                    "sessionId": str(source.session_id),
+                    "timestamp": "2027-01-01T00:00:00.000Z",
+                    "message": {"role": "user", "content": "more"},
+                }
+                with path.open("ab") as f:
+                    f.write(orjson.dumps(extra) + b"\n")
+                sessions_import(roots=[root])
+        except BranchError:
+            pass  # a refusal writes nothing; that is checked below like everything else
+        now = everything()
+        assert seen <= now, f"lost after {op} {turn}: {sorted(seen - now)[:3]}"
+        seen |= now
+    Session.objects.all().delete()
