@@ -168,19 +168,9 @@ OPS = st.lists(
 )
 @given(ops=OPS)
 def test_nothing_is_ever_lost(
-    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, int]], settings
+    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, int]]
 ) -> None:
     """After any sequence of branch, fork, rewind and undo, every record that ever existed is in some file."""
-    import os
-    import time
-
-    from sessions_app.services.branching import (
-        BranchError,
-        session_fork,
-        session_rewind,
-        session_rewind_undo,
-    )
-
     from django.test import override_settings
 
     with override_settings(BRANCHBOARD_BUSY_SECONDS=0):
