@@ -101,6 +101,9 @@ def detect_agent_from_path(path: Path) -> str:
 
 def parse_line(agent: str, raw: bytes) -> ParsedRecord:
     """Parse one line of a session file written by `agent`."""
-    from . import claude, qwen
+    return (_qwen_line if agent == QWEN else _claude_line)(raw)
 
-    return (qwen if agent == QWEN else claude).parse_line(raw)
+
+# The readers import the names above, so they are bound last.
+from .claude import parse_line as _claude_line  # noqa: E402
+from .qwen import parse_line as _qwen_line  # noqa: E402

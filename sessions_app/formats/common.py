@@ -60,16 +60,30 @@ def clip(text: str | None) -> str | None:
 
 def base_record(data: dict[str, Any]) -> ParsedRecord:
     """The fields both CLIs write the same way; the reader fills in the kind."""
+    # This runs once per line of every session: the id checks are written out
+    # here rather than calling ident() seven times.
+    get = data.get
+    ids = [get(k) for k in ID_FIELDS]
+    for n, value in enumerate(ids):
+        if value is not None and not (
+            value.__class__ is str and len(value) <= 64 and "\x00" not in value
+        ):
+            ids[n] = None
+    raw_type, subtype, uuid, parent, logical, timestamp, session_id = ids
+    cwd, branch = get("cwd"), get("gitBranch")
     return ParsedRecord(
         kind=OTHER,
-        raw_type=ident(data, "type") or "",
-        subtype=ident(data, "subtype") or "",
-        uuid=ident(data, "uuid"),
-        parent_uuid=ident(data, "parentUuid"),
-        logical_parent_uuid=ident(data, "logicalParentUuid"),
-        timestamp=ident(data, "timestamp"),
-        sidechain=data.get("isSidechain") is True,
-        session_id=ident(data, "sessionId"),
-        cwd=clip(string(data, "cwd")),
-        git_branch=clip(string(data, "gitBranch")),
+        raw_type=raw_type or "",
+        subtype=subtype or "",
+        uuid=uuid,
+        parent_uuid=parent,
+        logical_parent_uuid=logical,
+        timestamp=timestamp,
+        sidechain=get("isSidechain") is True,
+        session_id=session_id,
+        cwd=clip(cwd) if cwd.__class__ is str else None,
+        git_branch=clip(branch) if branch.__class__ is str else None,
     )
+
+
+ID_FIELDS = ("type", "subtype", "uuid", "parentUuid", "logicalParentUuid", "timestamp", "sessionId")
