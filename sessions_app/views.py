@@ -33,10 +33,15 @@ def _int(value: str | None, default: int, *, low: int = 0, high: int = 10**9) ->
         return default
 
 
+def _search(request: HttpRequest) -> str:
+    # PostgreSQL refuses NUL in a query parameter; nobody searches for one.
+    return request.GET.get("q", "").replace("\x00", "").strip()[:200]
+
+
 @require_GET
 def project_list(request: HttpRequest) -> HttpResponse:
     """Every project, most recently active first, with a filter box."""
-    query = request.GET.get("q", "").strip()[:200]
+    query = _search(request)
     projects = selectors.projects_for_dashboard(query=query)
     template = "sessions_app/project_list.html"
     if request.htmx:
@@ -48,7 +53,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
 def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """The sessions of one project: sorted, filtered, paginated."""
     project = get_object_or_404(Project, pk=pk)
-    query = request.GET.get("q", "").strip()[:200]
+    query = _search(request)
     sort = request.GET.get("sort", "updated")
     sessions = selectors.sessions_of_project(project=project, query=query, sort=sort)
     page = Paginator(sessions, 50).get_page(request.GET.get("page"))

@@ -111,3 +111,19 @@ def test_oversized_form_body_is_refused(client, imported: Path) -> None:
     response = client.post(f"/sessions/{WEBAPP_ID}/fork/", {"title": "x" * 400_000})
     assert response.status_code == 400
     assert files(imported) == before
+
+
+@pytest.mark.parametrize("url", ["/?q=%00", "/?q=a%00b"])
+def test_nul_in_a_search_is_harmless(client, imported: Path, url: str) -> None:
+    assert client.get(url).status_code == 200
+
+
+def test_control_characters_in_a_title_are_dropped(client, imported: Path) -> None:
+    _, key = ApiToken.issue(name="edge")
+    response = client.post(
+        f"/api/sessions/{WEBAPP_ID}/fork",
+        b'{"title": "my\\u0000 try\\u0007"}',
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    )
+    assert response.status_code == 201 and response.json()["title"] == "my try"

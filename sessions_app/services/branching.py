@@ -447,7 +447,10 @@ def _base_fields(session: Session) -> dict:
 def _unique_title(session: Session, title: str | None) -> str:
     """`<name> (Branch)`, then `(Branch 2)`... unique within the project."""
     if title:
-        return collapse(title, 300)
+        # A title lands in a database column and a file the CLI reads: no control characters.
+        cleaned = collapse("".join(ch if ch.isprintable() else " " for ch in title), 300)
+        if cleaned:
+            return cleaned
     name = session.custom_title or collapse(session.first_prompt or "") or DEFAULT_NAME
     name = BRANCH_SUFFIX_RE.sub("", name)
     taken = set(
