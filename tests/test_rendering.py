@@ -6,6 +6,8 @@ import re
 
 import pytest
 from django.utils.safestring import SafeString
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sessions_app.rendering import (
     MARKDOWN_LIMIT,
@@ -23,6 +25,15 @@ TAG_RE = re.compile(r"<([a-zA-Z][a-zA-Z0-9]*)")
 
 def tags(html: str) -> set[str]:
     return {name.lower() for name in TAG_RE.findall(html)}
+
+
+def attributes(html: str) -> set[str]:
+    """Names of all attributes on real tags (escaped text has no tags)."""
+    return {
+        name.lower()
+        for attrs in re.findall(r"<[a-zA-Z][a-zA-Z0-9]*([^>]*)>", html)
+        for name in re.findall(r'([^\s=]+)="[^"]*"', attrs)
+    }
 
 
 def rows(html: str, kind: str) -> list[tuple[str, str, str]]:
@@ -379,3 +390,31 @@ def test_truncate_odd_limits_and_input():
     assert truncate("", 0) == ("", False)
     assert truncate(None, 10) == ("", False)
     assert truncate("a" * 10_000_000, 5) == ("aaaaa", True)
+
+
+# Any input at all
+
+
+MARKUP = st.sampled_from(
+    ["<", ">", "&", "[", "]", "(", ")", "!", "*", "_", "`", "```", "~~", "|", "-", "#", ">",
+     "\n", " ", "javascript:", "http://x", "<script>", "<img src=x onerror=y>", "\x00", "\x1b[",
+     "\ud800", "\r", "\t", "1.", "    ", "&#106;", "=", '"', "'"]
+)  # fmt: skip
+ALLOWED = {"p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "s"}
+ALLOWED |= {"code", "pre", "blockquote", "ul", "ol", "li", "table", "thead", "tbody", "tr"}
+ALLOWED |= {"th", "td", "a", "span", "div"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(MARKUP, st.text(max_size=5)), max_size=40).map("".join))
+def test_any_text_renders_to_allowed_markup_only(text):
+    for html in (markdown_html(text), code_html(text, language="html", start=1)):
+        html.encode("utf-8")
+        assert tags(html) <= ALLOWED
+        assert attributes(html) <= {"href", "title", "rel", "class", "align", "start"}
+        for href in re.findall(r'href="([^"]*)"', html):
+            assert href.startswith(("http://", "https://", "mailto:"))
+    diff = diff_html(text, text[::-1])
+    diff.encode("utf-8")
+    assert tags(diff) <= {"table", "caption", "tr", "td"}
+    assert "\x1b" not in strip_ansi(text)
