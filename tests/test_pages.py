@@ -146,3 +146,22 @@ def test_script_in_a_transcript_is_inert(client, tmp_path: Path) -> None:
 def test_pages_load_nothing_from_elsewhere(client, imported: Path) -> None:
     html = body(client.get(f"/sessions/{BIGREPO_ID}/"))
     assert not re.search(r'(src|href)="(https?:)?//', html)
+
+
+def test_actions_work_without_javascript(client, imported: Path) -> None:
+    session = Session.objects.get(path=str(imported / WEBAPP))
+    confirm = body(client.get(f"/sessions/{session.session_id}/rewind/?turn=2"))
+    assert "2 turns (2–3) will leave this session" in confirm and "backup session" in confirm
+    response = client.post(f"/sessions/{session.session_id}/fork/", {"turn": "2"}, follow=True)
+    html = body(response)
+    assert response.redirect_chain[0][1] == 302
+    assert "subtract feature (Branch)" in html and "claude --resume" in html  # the message
+    refused = client.post(f"/sessions/{session.session_id}/fork/", {"turn": "9"}, follow=True)
+    assert "out of range" in body(refused)  # the engine's message, after a redirect back
+
+
+def test_failed_htmx_action_answers_with_the_message_and_status(client, imported: Path) -> None:
+    session = Session.objects.get(path=str(imported / WEBAPP))
+    response = client.post(f"/sessions/{session.session_id}/rewind/", {"turn": "9"}, **HX)
+    assert response.status_code == 400
+    assert b"out of range" in response.content and b"<html" not in response.content
