@@ -377,3 +377,18 @@ def test_oversized_and_odd_fields_do_not_break_the_import(tmp_path: Path) -> Non
     session = Session.objects.get()
     assert session.turn_count == 1 and session.record_count == 2
     assert len(session.git_branch) == 255
+
+
+def test_stale_fork_temp_files_are_cleaned_up(tmp_path: Path) -> None:
+    path, _ = make_session(tmp_path, 1)
+    stale = path.parent / f".{uuid.uuid4()}.jsonl.0123abcd.tmp"
+    fresh = path.parent / f".{uuid.uuid4()}.jsonl.4567cdef.tmp"
+    theirs = path.parent / ".notes.tmp"
+    for p in (stale, fresh, theirs):
+        p.write_bytes(b"partial")
+    old = os.path.getmtime(path) - 7200
+    os.utime(stale, (old, old))
+    os.utime(theirs, (old, old))
+    report = sessions_import(roots=[tmp_path])
+    assert not stale.exists() and fresh.exists() and theirs.exists()
+    assert report.errors == [f"{stale}: removed, left over by an interrupted fork"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..formats import CLAUDE, QWEN, is_session_id
+from .files import stale_temp_files_remove
 
 AGENT_FILE_RE = re.compile(r"^agent-[A-Za-z0-9_-]+\.jsonl$")
 
@@ -63,6 +64,8 @@ def discover(root: Path) -> tuple[list[SessionFile], list[str]]:
 
 def _project_files(root: Path, folder: Path, problems: list[str]) -> Iterator[SessionFile]:
     chats = folder / "chats"
+    for stale in stale_temp_files_remove(chats if chats.is_dir() else folder):
+        problems.append(f"{stale}: removed, left over by an interrupted fork")
     if chats.is_dir():
         for path in sorted(chats.glob("*.jsonl")):
             yield from _session_or_problem(path, QWEN, root, folder, problems)

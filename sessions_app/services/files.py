@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -18,9 +20,34 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+TEMP_RE = re.compile(r"^\.[0-9a-f-]{36}\.jsonl\.[0-9a-f]{8}\.tmp$")
+STALE_SECONDS = 3600
+
+
 def _temp_path(target: Path) -> Path:
     # A dot name that does not end in .jsonl: the CLIs and the importer ignore it.
     return target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+
+
+def stale_temp_files_remove(folder: Path) -> list[Path]:
+    """Remove temp files an interrupted write (a killed process) left over an hour ago.
+
+    Only names this module makes are touched; a live write is never that old.
+    """
+    removed = []
+    now = time.time()
+    try:
+        candidates = [p for p in folder.iterdir() if TEMP_RE.match(p.name)]
+    except OSError:
+        return removed
+    for path in candidates:
+        try:
+            if now - path.stat().st_mtime > STALE_SECONDS:
+                path.unlink()
+                removed.append(path)
+        except OSError:
+            continue
+    return removed
 
 
 @contextlib.contextmanager
