@@ -90,6 +90,14 @@ class Session(models.Model):
     file_mtime_ns = models.BigIntegerField(default=0)
     bytes_imported = models.BigIntegerField(default=0)
     head_digest = models.CharField(max_length=64, blank=True)
+    # The last whole line imported: the file counts as grown only while exactly
+    # these bytes still sit at this offset (and the inode is the same file).
+    tail_offset = models.BigIntegerField(default=0)
+    tail_digest = models.CharField(max_length=64, blank=True)
+    file_inode = models.BigIntegerField(default=0)
+    # (size, mtime_ns) of the file as the dashboard itself last wrote it: a file
+    # still in that state was changed by us, not by a running CLI.
+    own_write = models.JSONField(default=dict, blank=True)
     line_count = models.PositiveIntegerField(default=0)
     last_message_id = models.CharField(max_length=128, blank=True)
     imported_at = models.DateTimeField(null=True, blank=True)
@@ -139,6 +147,9 @@ class Record(models.Model):
     sidechain = models.BooleanField(default=False)
     timestamp = models.DateTimeField(null=True, blank=True)
     text = models.TextField(blank=True)  # prompt text (bounded), for lists and titles
+    # CRC-32 of the line's bytes: a copy by offset checks it before writing anything.
+    digest = models.BigIntegerField(default=0)
+    starts_turn = models.BooleanField(default=False)  # the prompt that starts `turn`
     error = models.CharField(max_length=255, blank=True)
     # Usage of the message this record starts (0 on its continuation records), so
     # that a fork's totals are a sum.
@@ -151,6 +162,7 @@ class Record(models.Model):
         ]
         indexes = [
             models.Index(fields=["session", "turn"], name="record_session_turn"),
+            models.Index(fields=["session", "uuid"], name="record_session_uuid"),
         ]
 
     def __str__(self) -> str:
