@@ -7,7 +7,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -50,21 +50,27 @@ def stale_temp_files_remove(folder: Path) -> list[Path]:
     return removed
 
 
+Verify = Callable[[Path], object]
+
+
 @contextlib.contextmanager
-def create_exclusive(target: Path) -> Iterator[BinaryIO]:
-    """Write a new file that appears under `target` only once complete.
+def create_exclusive(target: Path, *, verify: Verify | None = None) -> Iterator[BinaryIO]:
+    """Write a new file that appears under `target` only once complete and checked.
 
     The data goes to a temporary file in the same folder (mode 0600), is fsynced,
-    then hard-linked to `target`, which fails if `target` exists: a crash never
-    leaves a partial file under the final name, and nothing is overwritten.
+    read back by `verify` (which raises to stop), then hard-linked to `target`,
+    which fails if `target` exists: a crash never leaves a partial file under the
+    final name, and nothing is overwritten.
     """
     temp = _temp_path(target)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb", buffering=1024 * 1024) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
+        if verify is not None:
+            verify(temp)
         os.link(temp, target)
         _fsync_dir(target.parent)
     finally:
@@ -72,16 +78,18 @@ def create_exclusive(target: Path) -> Iterator[BinaryIO]:
 
 
 @contextlib.contextmanager
-def replace_atomically(target: Path) -> Iterator[BinaryIO]:
-    """Rewrite `target`: a fsynced temporary file renamed over it, mode kept."""
+def replace_atomically(target: Path, *, verify: Verify | None = None) -> Iterator[BinaryIO]:
+    """Rewrite `target`: a fsynced temporary file, read back by `verify`, renamed over it."""
     temp = _temp_path(target)
-    mode = target.stat().st_mode & 0o777
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    mode = os.lstat(target).st_mode & 0o777
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
         with os.fdopen(fd, "wb", buffering=1024 * 1024) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
+        if verify is not None:
+            verify(temp)
         os.replace(temp, target)
         _fsync_dir(target.parent)
     finally:
@@ -90,7 +98,7 @@ def replace_atomically(target: Path) -> Iterator[BinaryIO]:
 
 def append_durably(target: Path, data: bytes) -> None:
     """Append whole lines to an existing file and fsync them."""
-    fd = os.open(target, os.O_WRONLY | os.O_APPEND)
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
     try:
         view = memoryview(data)
         while view:

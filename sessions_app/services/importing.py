@@ -1,15 +1,17 @@
 """Importing session files into the database, incrementally.
 
-An unchanged file (same size and mtime) is skipped without being opened; a file
-that only grew is read from the last imported byte; a file that shrank or whose
-head changed is imported again from the start. Each file is imported in its own
-transaction, so a failure leaves what was imported before untouched.
+An unchanged file (same size, mtime and inode) is skipped without being opened; a
+file that provably only grew is read from the last imported byte; anything else
+is imported again from the start (the rule is `import_plan`). Each file is
+imported in its own transaction, so a failure leaves what was imported before
+untouched, and a file that cannot be imported is reported and skipped: one bad
+file never stops the import.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,8 +35,9 @@ from ..formats import (
 )
 from ..models import Project, Record, Session
 from .discovery import RootError, SessionFile, discover
+from .import_plan import HEAD_BYTES, FileState, Plan, StoredState, digest, import_plan
+from .roots import UnsafePath, open_regular
 
-HEAD_BYTES = 4096
 BATCH = 2000
 MAX_ERRORS_PER_FILE = 5
 
@@ -48,13 +51,15 @@ class ImportReport:
     records: int = 0
     skipped: int = 0
     invalid: int = 0
+    dropped: int = 0  # fields of otherwise good records dropped or clamped
     errors: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         """The one-line summary printed at the end of an import."""
         return (
             f"{self.files} files, {self.sessions} sessions imported, {self.records} records, "
-            f"{self.skipped} unchanged, {self.invalid} invalid lines, {len(self.errors)} errors"
+            f"{self.skipped} unchanged, {self.invalid} invalid lines, "
+            f"{self.dropped} bad fields dropped, {len(self.errors)} errors"
         )
 
 
@@ -78,8 +83,10 @@ def sessions_import(*, roots: Iterable[Path], progress: Progress | None = None) 
     # One query for the import state of every known file: an unchanged file then
     # costs a stat() and nothing else.
     known = {
-        path: (size, mtime)
-        for path, size, mtime in Session.objects.values_list("path", "file_size", "file_mtime_ns")
+        path: (size, mtime, inode)
+        for path, size, mtime, inode in Session.objects.values_list(
+            "path", "file_size", "file_mtime_ns", "file_inode"
+        )
     }
     touched: set[int] = set()
     for source in found:
@@ -95,17 +102,17 @@ def sessions_import(*, roots: Iterable[Path], progress: Progress | None = None) 
     return report
 
 
-def _unchanged(path: Path, state: tuple[int, int]) -> bool:
+def _unchanged(path: Path, state: tuple[int, int, int]) -> bool:
     try:
-        stat = path.stat()
+        stat = os.lstat(path)
     except OSError:
         return False  # the per-file import reports it
-    return (stat.st_size, stat.st_mtime_ns) == state
+    return (stat.st_size, stat.st_mtime_ns, stat.st_ino) == state
 
 
 def _size(path: Path) -> int:
     try:
-        return path.stat().st_size
+        return os.lstat(path).st_size
     except OSError:
         return 0
 
@@ -122,75 +129,101 @@ def projects_refresh(*, project_ids: Iterable[int]) -> None:
         project.save(update_fields=["session_count", "last_activity", "path"])
 
 
+@dataclass
+class Indexed:
+    """A file just indexed, with what a check of a file the dashboard wrote needs."""
+
+    session: Session
+    foreign_ids: int  # records whose sessionId is not the file's session id
+    plan: Plan
+
+
 def session_file_import(*, source: SessionFile, report: ImportReport) -> Session | None:
     """Import one file; returns its session, or None when it could not be read."""
+    indexed = session_file_index(source=source, report=report)
+    return indexed.session if indexed is not None else None
+
+
+def session_file_index(
+    *, source: SessionFile, report: ImportReport, read_from: Path | None = None
+) -> Indexed | None:
+    """Bring the index of one file up to date; None (and a report entry) when it cannot be.
+
+    `read_from` names another file to read in its place: the dashboard indexes a
+    file it writes from the temporary file, before that is renamed into place.
+    """
     path = source.path
     try:
-        stat = path.stat()
+        f = open_regular(read_from or path, root=source.root)
     except FileNotFoundError:
         report.errors.append(f"{path}: file vanished before it could be read; nothing changed")
+        return None
+    except UnsafePath as exc:
+        report.errors.append(f"{exc}; skipped")
         return None
     except OSError as exc:
-        report.errors.append(f"{path}: cannot read ({exc.strerror})")
+        report.errors.append(f"{path}: cannot read ({exc.strerror}); skipped")
         return None
-    session = Session.objects.filter(path=str(path)).first()
-    if (
-        session is not None
-        and session.file_size == stat.st_size
-        and session.file_mtime_ns == stat.st_mtime_ns
-    ):
-        report.skipped += 1
-        return session
     try:
-        with path.open("rb") as f, transaction.atomic():
-            session = _import_open_file(source, f, stat, session, report)
-    except FileNotFoundError:
-        report.errors.append(f"{path}: file vanished before it could be read; nothing changed")
-        return None
+        with f, transaction.atomic():
+            return _import_open_file(source, f, report, fresh=read_from is not None)
     except OSError as exc:
         report.errors.append(f"{path}: cannot read ({exc.strerror}); nothing changed")
-        return None
     except IntegrityError:
         other = Session.objects.filter(session_id=source.session_id, is_subagent=False).first()
         where = other.path if other else "another file"
         report.errors.append(f"{path}: session id already imported from {where}; skipped")
-        return None
-    return session
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    except Exception as exc:  # one bad file never stops the import
+        problem = f"{type(exc).__name__}: {exc}"
+        report.errors.append(f"{path}: could not be imported ({problem}); skipped")
+    return None
 
 
 def head_digest(head: bytes) -> str:
     """The digest a fully imported file's head is compared with on the next import."""
-    return _digest(head[:HEAD_BYTES])
+    return digest(head[:HEAD_BYTES])
+
+
+def _stored_state(session: Session) -> StoredState:
+    return StoredState(
+        size=session.file_size,
+        mtime_ns=session.file_mtime_ns,
+        inode=session.file_inode,
+        bytes_imported=session.bytes_imported,
+        head_digest=session.head_digest,
+        tail_offset=session.tail_offset,
+        tail_digest=session.tail_digest,
+    )
 
 
 def _import_open_file(
-    source: SessionFile,
-    f: BinaryIO,
-    stat: os.stat_result,
-    session: Session | None,
-    report: ImportReport,
-) -> Session:
-    head = f.read(HEAD_BYTES)
+    source: SessionFile, f: BinaryIO, report: ImportReport, *, fresh: bool
+) -> Indexed:
+    stat = os.fstat(f.fileno())
+    session = Session.objects.select_for_update().filter(path=str(source.path)).first()
+
+    def read(offset: int, length: int) -> bytes:
+        f.seek(offset)
+        return f.read(length)
+
+    state = FileState(stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    # A file read from elsewhere (a temporary file about to replace it) is new.
+    stored = _stored_state(session) if session and not fresh else None
+    plan = import_plan(state, stored, read)
+    if plan is Plan.SKIP:
+        report.skipped += 1
+        return Indexed(session, 0, plan)
     start = 0
-    if session is not None:
-        known = min(HEAD_BYTES, session.bytes_imported)
-        grown = stat.st_size >= session.bytes_imported and _digest(head[:known]) == (
-            session.head_digest
-        )
-        if grown:
-            start = session.bytes_imported
-        else:
-            session.records.all().delete()
-            _reset(session)
-    else:
+    if session is None:
         session = _new_session(source)
-    if start:
+    elif plan is Plan.APPEND:
+        start = session.bytes_imported
         # The unterminated tail of the last import is read again, now complete.
         session.records.filter(line__gte=session.line_count).delete()
+    else:
+        session.records.all().delete()
+        _reset(session)
+    head = read(0, HEAD_BYTES)
     f.seek(start)
 
     reader = _FileReader(source, session, report)
@@ -205,7 +238,7 @@ def _import_open_file(
     report.sessions += 1
     report.records += len(new_rows)
     report.invalid += reader.invalid
-    return session
+    return Indexed(session, reader.foreign_ids, plan)
 
 
 def _new_session(source: SessionFile) -> Session:
@@ -232,8 +265,10 @@ def _reset(session: Session) -> None:
         "output_tokens",
         "bytes_imported",
         "line_count",
+        "tail_offset",
     ):
         setattr(session, name, 0)
+    session.tail_digest = ""
     session.models_used = []
     session.custom_title = ""
     session.last_message_id = ""
@@ -248,6 +283,10 @@ class _FileReader:
         self.session = session
         self.report = report
         self.nodes: list[Node] = []
+        self.own_id = source.session_id
+        self.foreign_ids = 0
+        self.tail_offset = -1
+        self.tail = b""
         self.bytes_end = 0
         self.line_end = 0
         self.invalid = 0
@@ -273,6 +312,8 @@ class _FileReader:
             complete = raw.endswith(b"\n")
             record = parse_line(agent, raw)
             tokens_in, tokens_out = self._note(record, line_no)
+            if record.session_id and self.own_id and record.session_id != self.own_id:
+                self.foreign_ids += 1
             node = node_from_record(line_no, record)
             self.nodes.append(node)
             # Only what the row needs beyond the node: a parsed record is large, and a
@@ -287,8 +328,11 @@ class _FileReader:
                     record.error,
                     tokens_in,
                     tokens_out,
+                    zlib.crc32(raw),
                 )
             )
+            if complete:
+                self.tail_offset, self.tail = offset, raw
             offset += length
             line_no += 1
             if complete:
@@ -301,6 +345,12 @@ class _FileReader:
     def _note(self, record: ParsedRecord, line_no: int) -> tuple[int, int]:
         """Collect the session facts of one record; returns the tokens it adds."""
         counted = (0, 0)
+        if getattr(record, "dropped", None):
+            self.report.dropped += len(record.dropped)
+            for problem in record.dropped:
+                if self.errors_reported < MAX_ERRORS_PER_FILE:
+                    self.report.errors.append(f"{self.source.path}:{line_no + 1}: {problem}")
+                    self.errors_reported += 1
         if record.kind == INVALID:
             self.invalid += 1
             if self.errors_reported < MAX_ERRORS_PER_FILE:
@@ -374,6 +424,8 @@ RECORD_COLUMNS = (
     "error",
     "input_tokens",
     "output_tokens",
+    "digest",
+    "starts_turn",
 )
 
 
@@ -395,26 +447,31 @@ def _store_records(
 ) -> None:
     table = Record._meta.db_table
     adapt = _datetime_adapter()
-    changed = [
-        (analysis.turn[i], analysis.active[i], session.pk, nodes[i].line) for i in range(n_old)
-    ]
+    starts = set(analysis.prompt_lines)
     with connection.cursor() as cursor:
-        if changed:
+        if n_old:
             # Only rows whose place in the graph moved need writing, but finding
-            # them costs a read; an append changes few, so filter in Python.
-            old = dict(session.records.values_list("line", "turn"))
-            active_old = set(session.records.filter(active=True).values_list("line", flat=True))
-            updates = [
-                c for c in changed if old.get(c[3]) != c[0] or ((c[3] in active_old) != c[1])
-            ]
+            # them costs a read; an append changes few, so compare in Python.
+            old = {
+                line: (turn, active, start)
+                for line, turn, active, start in session.records.values_list(
+                    "line", "turn", "active", "starts_turn"
+                )
+            }
+            updates = []
+            for i in range(n_old):
+                now = (analysis.turn[i], analysis.active[i], i in starts)
+                if old.get(nodes[i].line) != now:
+                    updates.append((*now, session.pk, nodes[i].line))
             if updates:
                 cursor.executemany(
-                    f"UPDATE {table} SET turn = %s, active = %s "  # noqa: S608 (table from _meta)
+                    f"UPDATE {table} SET turn = %s, active = %s, starts_turn = %s "  # noqa: S608 (table from _meta)
                     "WHERE session_id = %s AND line = %s",
                     updates,
                 )
         batch: list[tuple] = []
-        for k, (line, offset, length, raw_type, subtype, error, t_in, t_out) in enumerate(new_rows):
+        for k, row in enumerate(new_rows):
+            line, offset, length, raw_type, subtype, error, t_in, t_out, crc = row
             i = n_old + k
             node = nodes[i]
             batch.append(
@@ -437,6 +494,8 @@ def _store_records(
                     (error or "")[:255],
                     min(t_in, 2**31 - 1),
                     min(t_out, 2**31 - 1),
+                    crc,
+                    i in starts,
                 )
             )
             if len(batch) >= BATCH:
@@ -456,9 +515,12 @@ def _update_session(
 ) -> None:
     session.bytes_imported = reader.bytes_end or session.bytes_imported
     session.line_count = reader.line_end or session.line_count
-    session.head_digest = _digest(head[: min(HEAD_BYTES, session.bytes_imported)])
+    session.head_digest = digest(head[: min(HEAD_BYTES, session.bytes_imported)])
+    if reader.tail_offset >= 0:
+        session.tail_offset, session.tail_digest = reader.tail_offset, digest(reader.tail)
     session.file_size = stat.st_size
     session.file_mtime_ns = stat.st_mtime_ns
+    session.file_inode = stat.st_ino
     session.record_count = len(nodes)
     session.invalid_count = sum(1 for n in nodes if n.kind == INVALID)
     session.turn_count = analysis.turn_count
@@ -495,7 +557,7 @@ def _update_session(
     session.git_branch = (reader.git_branch or session.git_branch)[:255]
     if source.is_subagent:
         session.owner_session_id = session.owner_session_id or _uuid_or_none(reader.owner_id)
-        session.agent_name = session.agent_name or _subagent_name(source.path)
+        session.agent_name = session.agent_name or _subagent_name(source.path, source.root)
     elif reader.forked_from and session.parent_id is None and not session.kind:
         # A branch made inside the CLI (`/branch`) says where it came from.
         parent = Session.objects.filter(session_id=_uuid_or_none(reader.forked_from)).first()
@@ -519,14 +581,19 @@ def _uuid_or_none(value: str | None) -> str | None:
     return value if value and is_session_id(value) else None
 
 
-def _subagent_name(path: Path) -> str:
+def _subagent_name(path: Path, root: Path) -> str:
     meta = path.with_suffix(".meta.json")
     try:
-        data = orjson.loads(meta.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        with open_regular(meta, root=root) as f:
+            data = orjson.loads(f.read(1 << 20))
+    except (OSError, UnsafePath, orjson.JSONDecodeError):
         return path.stem
     if isinstance(data, dict):
         for key in ("description", "agentType"):
-            if isinstance(data.get(key), str) and data[key]:
-                return data[key][:255]
+            value = data.get(key)
+            if isinstance(value, str):
+                # Untrusted text bound for a database column: printable, bounded.
+                cleaned = collapse("".join(c if c.isprintable() else " " for c in value), 255)
+                if cleaned:
+                    return cleaned
     return path.stem

@@ -37,8 +37,9 @@ def roots_hint() -> str:
     """Names the configured roots and how to add one, for refusals."""
     names = ", ".join(str(r) for r in configured_roots()) or "none"
     return (
-        f"the configured session roots are: {names}; add a root with BRANCHBOARD_ROOTS "
-        f"(paths separated by {os.pathsep!r})"
+        f"the configured session roots are: {names}; add a root to BRANCHBOARD_ROOTS "
+        f"(paths separated by {os.pathsep!r}), or import it once with "
+        "manage.py import_sessions --root FOLDER"
     )
 
 
@@ -53,15 +54,15 @@ def root_of(path: Path) -> Path | None:
 
 def check_inside(path: Path, root: Path | str) -> None:
     """Refuse a path that resolves outside `root` or whose last part is a link."""
+    try:
+        is_link = stat.S_ISLNK(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        is_link = False
+    if is_link:
+        raise UnsafePath(f"{path}: a symbolic link; links are never followed")
     real_root = Path(os.path.realpath(root))
     if not Path(os.path.realpath(path)).is_relative_to(real_root):
         raise UnsafePath(f"{path}: outside the session root {real_root}")
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(st.st_mode):
-        raise UnsafePath(f"{path}: a symbolic link; links are never followed")
 
 
 def open_regular(path: Path | str, *, root: Path | str) -> BinaryIO:
@@ -76,12 +77,26 @@ def open_regular(path: Path | str, *, root: Path | str) -> BinaryIO:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise UnsafePath(f"{path}: not a regular file; skipped")
+            raise UnsafePath(f"{path}: not a regular file ({file_kind(st.st_mode)})")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, for a message."""
+    kinds = (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISREG, "a regular file"),
+    )
+    return next((name for test, name in kinds if test(mode)), "an unknown kind of file")
 
 
 def is_regular_file(path: Path) -> bool:

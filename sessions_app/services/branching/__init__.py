@@ -1,0 +1,118 @@
+"""Branch, fork and rewind sessions, and undo a rewind: the only code that writes session files.
+
+Every new session is a new file beside its source, shaped like the CLI's own
+branch; every write goes to a temporary file that is indexed and read back before
+it is linked or renamed into place. The source file is only ever changed by a
+rewind, and a Claude Code rewind first saves the whole old file as a backup.
+
+Modules, one rule each: `errors` (what a refusal says), `guards` (checks before
+any write), `titles`, `copying` (streamed, each record checked against the
+index), `registering` (index a written file and check it reads back), `forking`,
+`rewinding` (rewind and undo). Which records a cut keeps is `formats.shape`.
+"""
+
+from __future__ import annotations
+
+import uuid  # noqa: F401 (tests replace uuid.uuid4 through this name)
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ...formats import is_session_id
+from ...models import Session
+from .errors import (
+    BranchError,
+    FileUnreadable,
+    InvalidSessionId,
+    InvalidTurn,
+    NothingToUndo,
+    OutsideRoots,
+    SessionBusy,
+    SourceChanged,
+    StaleIndex,
+    TargetExists,
+    UnknownSession,
+    WriteCheckFailed,
+)
+from .forking import fork
+from .guards import check_not_busy, check_paths, check_readable, check_turn, check_unchanged
+from .registering import reindex
+from .rewinding import rewind, undo
+
+__all__ = [
+    "BranchError",
+    "FileUnreadable",
+    "InvalidSessionId",
+    "InvalidTurn",
+    "NothingToUndo",
+    "OutsideRoots",
+    "SessionBusy",
+    "SourceChanged",
+    "TargetExists",
+    "UnknownSession",
+    "WriteCheckFailed",
+    "session_fork",
+    "session_lookup",
+    "session_rewind",
+    "session_rewind_undo",
+]
+
+
+def session_lookup(*, ref: str) -> Session:
+    """The listed session with id `ref`; ids are UUIDs, nothing else."""
+    if not is_session_id(ref):
+        raise InvalidSessionId(f"{ref!r} is not a session id (a UUID)")
+    session = Session.objects.listed().filter(session_id=ref).select_related("project").first()
+    if session is None:
+        raise UnknownSession(f"no session {ref}; import it first (manage.py import_sessions)")
+    return session
+
+
+@contextmanager
+def _refusing_on_stale(session: Session) -> Iterator[None]:
+    """A stale index or an unreadable file becomes a refusal; a stale index is re-imported."""
+    try:
+        yield
+    except StaleIndex:
+        # The action's own transaction has rolled back; the re-import is kept.
+        try:
+            reindex(session)
+        except BranchError as exc:
+            raise SourceChanged(f"{session.path} changed on disk and {exc}") from None
+        raise SourceChanged(
+            f"session {session.session_id} changed on disk since it was imported; "
+            "it has been re-imported, try again"
+        ) from None
+    except OSError as exc:
+        raise FileUnreadable(
+            f"{exc.filename or session.path}: {exc.strerror or exc}; nothing was written"
+        ) from None
+
+
+def session_fork(
+    *,
+    session: Session,
+    turn: int | None = None,
+    include_turn: bool = True,
+    title: str | None = None,
+) -> Session:
+    """Copy turns 1..turn (1..turn-1 with include_turn=False; all without turn) to a new session."""
+    with _refusing_on_stale(session):
+        return fork(session, turn, include_turn, title)
+
+
+def session_rewind(*, session: Session, turn: int) -> Session:
+    """Rewind the session in place so that the CLI resumes after turn `turn - 1`."""
+    with _refusing_on_stale(session):
+        check_paths(session)
+        check_turn(session, turn, lowest=2)
+        check_readable(session)
+        check_unchanged(session)
+        check_not_busy(session)
+        return rewind(session, turn)
+
+
+def session_rewind_undo(*, session: Session) -> Session:
+    """Bring a rewound session back to exactly what it was before the rewind."""
+    with _refusing_on_stale(session):
+        check_paths(session)
+        return undo(session)

@@ -1,0 +1,150 @@
+"""Copying indexed records out of a session file, checking each against the index.
+
+Nothing is copied by offset on trust: every record read is compared with the
+index (its length and CRC-32) before a byte of it is written, and a mismatch
+stops the copy (the caller re-imports and refuses). Memory stays flat: rows
+stream from the database and bytes are read a large block at a time.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from typing import BinaryIO
+
+import orjson
+from django.db import connection
+
+from ...formats.shape import (
+    SESSION_LEVEL_TYPES,
+    Row,
+    needs_reference_check,
+    refers_to_kept,
+    wanted,
+)
+from ...formats.writing import restamp_into
+from ...models import Record, Session
+from ..roots import open_regular
+from .errors import InvalidTurn, StaleIndex
+
+FLUSH_BYTES = 4 << 20
+
+
+def rows(session: Session, *, after_turn: int | None = None) -> Iterator[Row]:
+    """The session's records in file order; with `after_turn`, none that lies past it."""
+    table = Record._meta.db_table
+    columns = 'line, "offset", length, uuid, active, sidechain, turn, raw_type, digest'
+    sql = f"SELECT {columns} FROM {table} WHERE session_id = %s"  # noqa: S608 (names are ours)
+    params: list = [session.pk]
+    if after_turn is not None:
+        # Records past the cut are never kept, except session-wide bookkeeping.
+        types = sorted(SESSION_LEVEL_TYPES)
+        sql += (
+            f" AND (turn IS NULL OR turn <= %s OR raw_type IN ({', '.join(['%s'] * len(types))}))"
+        )
+        params += [after_turn, *types]
+    with connection.cursor() as cursor:
+        cursor.execute(sql + " ORDER BY line", params)
+        while batch := cursor.fetchmany(5_000):
+            for values in batch:
+                yield Row(*values)
+
+
+class RecordReader:
+    """Reads indexed records by offset, a large block at a time, and checks each."""
+
+    BLOCK = 4 << 20
+
+    def __init__(self, f: BinaryIO, path: str) -> None:
+        self.f = f
+        self.path = path
+        self.start = 0
+        self.block = b""
+
+    def read(self, row: Row) -> bytes:
+        """The record's bytes; `StaleIndex` when they are not what the index says."""
+        start = row.offset - self.start
+        if start >= 0 and start + row.length <= len(self.block):
+            raw = self.block[start : start + row.length]
+        else:
+            self.f.seek(row.offset)
+            self.start = row.offset
+            self.block = self.f.read(max(row.length, self.BLOCK))
+            raw = self.block[: row.length]
+        if len(raw) != row.length or zlib.crc32(raw) != row.digest:
+            raise StaleIndex(self.path)
+        return raw
+
+
+def write_kept(session: Session, out: BinaryIO, *, cut: int, mode: str, new_id: str | None) -> str:
+    """Stream the records kept by a cut after turn `cut` into `out`; returns the last kept uuid.
+
+    With `new_id` each line is restamped into that session (a fork); without, it
+    is copied unchanged (a rewind of the same session).
+    """
+    kept: set[str] = set()
+    last_uuid = None
+    source_id = str(session.session_id)
+    # Pieces gather in a buffer written out in large blocks: one write call per
+    # piece would cost more than copying the bytes.
+    pending = bytearray()
+    write = pending.extend
+    with open_regular(session.path, root=session.project.root) as src:
+        reader = RecordReader(src, session.path)
+        for row in rows(session, after_turn=cut):
+            if not wanted(row, cut=cut, mode=mode):
+                continue
+            raw = reader.read(row)
+            if needs_reference_check(row) and not refers_to_kept(raw, kept):
+                continue
+            if row.uuid and not row.sidechain:
+                last_uuid = row.uuid
+                if row.raw_type == "user":
+                    # Bookkeeping refers to prompts (file-history-snapshot.messageId);
+                    # remembering only user records keeps this set small.
+                    kept.add(row.uuid)
+            if new_id is None:
+                write(raw if raw.endswith(b"\n") else raw + b"\n")
+            else:
+                restamp_into(
+                    write, raw, source_id=source_id, new_id=new_id, message_uuid=row.uuid or None
+                )
+            if len(pending) >= FLUSH_BYTES:
+                out.write(pending)
+                pending.clear()
+    out.write(pending)
+    if last_uuid is None:
+        raise InvalidTurn(f"nothing to keep from session {session.session_id} at that turn")
+    return last_uuid
+
+
+def intended_prompts(session: Session, *, cut: int) -> list[str]:
+    """The (bounded) prompt text of turns 1..cut, as the index holds them."""
+    return list(
+        session.records.filter(starts_turn=True, turn__lte=cut)
+        .order_by("line")
+        .values_list("text", flat=True)
+    )
+
+
+def base_fields(session: Session) -> dict:
+    """cwd, version and gitBranch as the session's own records carry them."""
+    row = (
+        session.records.filter(active=True)
+        .exclude(uuid="")
+        .order_by("-line")
+        .values_list("offset", "length", "digest")
+        .first()
+    )
+    if row is None:
+        return {"cwd": session.cwd}
+    with open_regular(session.path, root=session.project.root) as f:
+        f.seek(row[0])
+        raw = f.read(row[1])
+    if len(raw) != row[1] or zlib.crc32(raw) != row[2]:
+        raise StaleIndex(session.path)
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return {"cwd": session.cwd}
+    return {k: data.get(k) for k in ("cwd", "version", "gitBranch") if data.get(k)}

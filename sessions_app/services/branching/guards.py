@@ -1,0 +1,123 @@
+"""The checks every action passes before it writes anything."""
+
+from __future__ import annotations
+
+import os
+import time
+import zlib
+from pathlib import Path
+
+from django.conf import settings
+
+from ...formats import ASSISTANT, COMMAND, PROMPT, TOOL_RESULT
+from ...models import Session
+from ..roots import UnsafePath, check_inside, open_regular
+from .errors import (
+    FileUnreadable,
+    InvalidTurn,
+    OutsideRoots,
+    SessionBusy,
+    SourceChanged,
+    StaleIndex,
+)
+
+
+def check_paths(session: Session) -> None:
+    """The session file lies in its project folder under its root, and is no link."""
+    path = Path(session.path)
+    if not os.path.lexists(path):
+        raise SourceChanged(f"{path} no longer exists; re-import first")
+    try:
+        check_inside(path, session.project.root)
+        check_inside(path, session.project.folder)
+    except UnsafePath as exc:
+        raise OutsideRoots(f"{exc}; refusing to read or write near it") from None
+    if path.name != f"{session.session_id}.jsonl":
+        raise OutsideRoots(f"{path} is not named after its session; refusing to write near it")
+
+
+def check_turn(session: Session, turn: int, *, lowest: int) -> None:
+    """`turn` is a whole number within the session's turns, from `lowest` on."""
+    if isinstance(turn, bool) or not isinstance(turn, int):
+        raise InvalidTurn(f"turn must be a whole number, not {turn!r}")
+    if session.turn_count < lowest:
+        raise InvalidTurn(
+            f"session {session.session_id} has {session.turn_count} turn(s); "
+            f"this needs a turn from {lowest} on"
+        )
+    if not lowest <= turn <= session.turn_count:
+        raise InvalidTurn(
+            f"turn {turn} is out of range: session {session.session_id} has turns "
+            f"1..{session.turn_count}" + (" and this needs turn 2 or later" if lowest == 2 else "")
+        )
+
+
+def file_stat(session: Session) -> os.stat_result:
+    """The session file's own stat (a link is not followed)."""
+    try:
+        return os.lstat(session.path)
+    except FileNotFoundError:
+        raise SourceChanged(f"{session.path} no longer exists; re-import first") from None
+
+
+def check_unchanged(session: Session) -> None:
+    """The file is exactly as it was indexed; else the index is stale."""
+    st = file_stat(session)
+    indexed = (session.file_size, session.file_mtime_ns, session.file_inode)
+    if (st.st_size, st.st_mtime_ns, st.st_ino) != indexed:
+        raise StaleIndex(session.path)
+
+
+def check_readable(session: Session) -> None:
+    """Say plainly when the file cannot be read, rather than failing halfway."""
+    try:
+        open_regular(session.path, root=session.project.root).close()
+    except UnsafePath as exc:
+        raise FileUnreadable(f"{exc}; nothing was written") from None
+    except OSError as exc:
+        raise FileUnreadable(
+            f"{session.path}: cannot read ({exc.strerror}); check its permissions. "
+            "Nothing was written"
+        ) from None
+
+
+def own_write(st: os.stat_result) -> dict:
+    """What `Session.own_write` keeps of a file the dashboard just wrote."""
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
+
+
+def check_not_busy(session: Session) -> None:
+    """Refuse while a CLI may still be writing the session (not when we wrote it last)."""
+    st = file_stat(session)
+    ours = session.own_write == own_write(st)
+    age = time.time() - st.st_mtime
+    if not ours and age < settings.BRANCHBOARD_BUSY_SECONDS:
+        raise SessionBusy(
+            f"session {session.session_id} was written {age:.1f}s ago; a CLI may still be "
+            "running in it. Wait until it is idle and try again"
+        )
+    last = (
+        session.records.filter(active=True, kind__in=[ASSISTANT, TOOL_RESULT, PROMPT, COMMAND])
+        .order_by("-line")
+        .values_list("offset", "length", "kind", "digest")
+        .first()
+    )
+    if last and last[2] == ASSISTANT and _has_tool_call(read_record(session, *last[:2], last[3])):
+        raise SessionBusy(
+            f"session {session.session_id} ends with a tool call that has no result; "
+            "a CLI may still be running in it"
+        )
+
+
+def _has_tool_call(raw: bytes) -> bool:
+    return b'"type":"tool_use"' in raw or b'"functionCall"' in raw
+
+
+def read_record(session: Session, offset: int, length: int, crc: int) -> bytes:
+    """One record's bytes, checked against the index."""
+    with open_regular(session.path, root=session.project.root) as f:
+        f.seek(offset)
+        raw = f.read(length)
+    if len(raw) != length or zlib.crc32(raw) != crc:
+        raise StaleIndex(session.path)
+    return raw

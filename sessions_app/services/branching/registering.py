@@ -1,0 +1,89 @@
+"""Indexing a file the dashboard wrote, from its temporary file, and checking it reads back.
+
+A new or rewritten file is indexed from scratch before it is linked or renamed
+into place (same inode, so the index's state is the final file's), and the index
+is then asked whether the file holds exactly what was intended: every line JSON,
+every record in the intended session, the chain whole, the turns' prompts the
+intended ones. If not, the caller's transaction rolls back and nothing replaces
+anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...models import Session
+from ..discovery import SessionFile
+from ..importing import ImportReport, projects_refresh, session_file_index
+from .errors import BranchError, WriteCheckFailed
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a written file must read back as."""
+
+    turns: int
+    prompts: list[str] | None  # None: proven otherwise (undo compares every byte)
+    invalid: int = 0
+    check_ids: bool = True  # every record carries the file's session id
+    whole_chain: bool = True  # every conversation record lies on the active branch
+    lines: int | None = None
+
+
+def session_file_of(session: Session, path: Path, session_id: str) -> SessionFile:
+    """The file at `path` as a session file of `session`'s project."""
+    project = session.project
+    return SessionFile(path, session.agent, Path(project.root), Path(project.folder), session_id)
+
+
+def index_written(*, source: SessionFile, temp: Path, expected: Expected) -> Session:
+    """Index `temp` as the file `source` names, and check it holds what was intended."""
+    report = ImportReport()
+    indexed = session_file_index(source=source, report=report, read_from=temp)
+    if indexed is None:
+        raise BranchError("; ".join(report.errors) or f"could not index {source.path}")
+    new = indexed.session
+    problems = []
+    if new.invalid_count != expected.invalid:
+        problems.append(f"{new.invalid_count} line(s) are not JSON records")
+    if expected.check_ids and indexed.foreign_ids:
+        problems.append(f"{indexed.foreign_ids} record(s) belong to another session")
+    if expected.lines is not None and new.record_count != expected.lines:
+        problems.append(f"{new.record_count} lines instead of {expected.lines}")
+    if new.turn_count != expected.turns:
+        problems.append(f"{new.turn_count} turn(s) instead of {expected.turns}")
+    prompts = list(
+        new.records.filter(starts_turn=True).order_by("line").values_list("text", flat=True)
+    )
+    if (
+        expected.prompts is not None
+        and new.turn_count == expected.turns
+        and prompts != expected.prompts
+    ):
+        pairs = enumerate(zip(prompts, expected.prompts, strict=False))
+        differ = next((n for n, (a, b) in pairs if a != b), len(prompts))
+        problems.append(f"the prompt of turn {differ + 1} is not the intended one")
+    if expected.whole_chain:
+        off_branch = new.records.filter(sidechain=False, active=False).exclude(uuid="").count()
+        if off_branch or new.abandoned:
+            problems.append(f"the chain of records is broken ({off_branch} off the branch)")
+    if problems:
+        raise WriteCheckFailed(
+            f"{source.path}: the written file did not read back as intended "
+            f"({'; '.join(problems)}); nothing was replaced"
+        )
+    return new
+
+
+def reindex(session: Session) -> Session:
+    """Bring the index of an existing session file up to date (after an append, or a refusal)."""
+    report = ImportReport()
+    indexed = session_file_index(
+        source=session_file_of(session, Path(session.path), str(session.session_id)),
+        report=report,
+    )
+    if indexed is None:
+        raise BranchError("; ".join(report.errors) or f"could not re-import {session.path}")
+    projects_refresh(project_ids=[session.project_id])
+    return indexed.session
