@@ -109,3 +109,135 @@ def test_a_file_written_by_someone_else_just_now_is_still_busy(imported: Path) -
     cc("import_sessions", "--root", str(path.parent.parent), stdout=io.StringIO())
     with pytest.raises(CommandError, match=r"written .* ago"):
         run("rewind_session", sid, "--turn", "5")
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+def test_a_copy_never_writes_bytes_the_index_does_not_name(imported: Path) -> None:
+    """Same size, mtime and inode, different bytes in the middle: refused, re-imported, retried."""
+    import os
+
+    from sessions_app.services.branching import SourceChanged, session_fork
+
+    session = Session.objects.select_related("project").get(session_id=WEBAPP_ID)
+    path = Path(session.path)
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    at = data.index(b"Add a subtract", data.index(b'"type":"user"')) + 6  # the first prompt
+    data[at : at + 8] = b"SUBTRACT"
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    before = _files(path.parent)
+    with pytest.raises(SourceChanged, match="re-imported, try again"):
+        session_fork(session=session, turn=1)
+    assert _files(path.parent) == before  # nothing written
+    # The re-import read the file again, so the retry copies what is there now.
+    again = session_fork(session=Session.objects.get(session_id=WEBAPP_ID), turn=3)
+    assert b"SUBTRACT" in Path(again.path).read_bytes()
+    assert unparseable_lines(Path(again.path)) == 0
+
+
+def test_a_written_file_that_does_not_read_back_replaces_nothing(
+    imported: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault in the copy (a line cut short) is caught before the file is linked or renamed."""
+    from sessions_app.services.branching import (
+        WriteCheckFailed,
+        copying,
+        rewinding,
+        session_fork,
+        session_rewind,
+    )
+
+    real = copying.restamp_into
+
+    def cut_short(write, raw, **kwargs):
+        if b'"type":"user"' in raw:
+            raw = raw[: len(raw) // 2] + b"\n"
+        return real(write, raw, **kwargs)
+
+    monkeypatch.setattr(copying, "restamp_into", cut_short)
+    session = Session.objects.select_related("project").get(session_id=WEBAPP_ID)
+    folder = Path(session.path).parent
+    before = _files(folder)
+    with pytest.raises(WriteCheckFailed, match="did not read back"):
+        session_fork(session=session, turn=2)
+    assert _files(folder) == before
+    assert not Session.objects.filter(kind="fork").exists()
+    # A rewind writes unchanged lines; cut one of them short on the way out.
+    monkeypatch.setattr(copying, "restamp_into", real)
+    monkeypatch.setattr(rewinding, "write_kept", _cutting(rewinding.write_kept))
+    with pytest.raises(WriteCheckFailed):
+        session_rewind(session=session, turn=2)
+    assert _files(folder) == before  # neither the backup nor the rewritten file is there
+    assert Session.objects.get(session_id=WEBAPP_ID).turn_count == 3
+
+
+def _cutting(write_kept):
+    def wrapped(session, out, **kwargs):
+        class Half:
+            def write(self, data: bytes) -> None:
+                out.write(bytes(data)[: len(data) - 40])
+
+        return write_kept(session, Half(), **kwargs)
+
+    return wrapped
+
+
+def test_long_titles_keep_their_branch_suffix(imported: Path) -> None:
+    from sessions_app.services.branching import session_fork
+
+    session = Session.objects.select_related("project").get(session_id=WEBAPP_ID)
+    long = "x" * 300
+    first = session_fork(session=session, title=None)
+    Session.objects.filter(pk=session.pk).update(custom_title=long, title=long)
+    session.refresh_from_db()
+    a = session_fork(session=session)
+    b = session_fork(session=session)
+    assert a.title != b.title
+    assert a.title.endswith(" (Branch)") and b.title.endswith(" (Branch 2)")
+    assert len(a.title) <= 300 and len(b.title) <= 300
+    assert first.title.endswith("(Branch)")
+
+
+def test_forking_an_unreadable_file_says_what_is_wrong(tmp_path: Path) -> None:
+    """Mode 000: a clear message and exit code, no traceback (run without root's override)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from .conftest import FIXTURES
+
+    root = tmp_path / "root"
+    src = FIXTURES / "cli/claude/-home-dev-code-webapp"
+    shutil.copytree(src, root / src.name)
+    path = root / src.name / f"{WEBAPP_ID}.jsonl"
+    env = {
+        **os.environ,
+        "BRANCHBOARD_DATA_DIR": str(tmp_path / "data"),
+        "BRANCHBOARD_ROOTS": str(root),
+    }
+    env.pop("DATABASE_URL", None)  # a database of its own; the point is the file
+    manage = [sys.executable, str(Path(__file__).resolve().parent.parent / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v", "0"], env=env, check=True)
+    subprocess.run([*manage, "import_sessions", "--no-progress"], env=env, check=True)
+    path.chmod(0)
+    drop = []
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        # Root reads any file; without these capabilities it is refused like anyone else.
+        caps = "-dac_override,-dac_read_search"
+        drop = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}"]
+    result = subprocess.run(
+        [*drop, *manage, "fork_session", WEBAPP_ID, "--turn", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    path.chmod(0o600)
+    assert result.returncode not in (0, 1), result.stderr
+    assert "Traceback" not in result.stderr
+    assert "Permission denied" in result.stderr
+    assert len(list((root / src.name).glob("*.jsonl"))) == 1

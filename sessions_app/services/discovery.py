@@ -1,14 +1,22 @@
-"""Finding session files under the configured roots (no database)."""
+"""Finding session files under the configured roots (no database).
+
+Nothing under a root is followed through a link, and only regular files are
+taken: a link could lead outside the root, and a FIFO would hang the import.
+Both are skipped with a message in the problems list.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..formats import CLAUDE, QWEN, is_session_id
 from .files import stale_temp_files_remove
+from .roots import file_kind, resolve_root
 
 AGENT_FILE_RE = re.compile(r"^agent-[A-Za-z0-9_-]+\.jsonl$")
 
@@ -33,16 +41,9 @@ class RootError(Exception):
     """A configured root that cannot be scanned."""
 
 
-def resolve_root(root: Path) -> Path:
-    """Accept `~/.claude` as well as `~/.claude/projects`."""
-    root = root.expanduser()
-    if (root / "projects").is_dir() and root.name in (".claude", ".qwen"):
-        return root / "projects"
-    return root
-
-
 def discover(root: Path) -> tuple[list[SessionFile], list[str]]:
     """Every session file under `root`, and a message for each thing skipped."""
+    # The root itself is named by the operator, so a link there is followed.
     root = resolve_root(root)
     if not root.exists():
         raise RootError(f"{root}: session root does not exist")
@@ -51,42 +52,93 @@ def discover(root: Path) -> tuple[list[SessionFile], list[str]]:
     files: list[SessionFile] = []
     problems: list[str] = []
     try:
-        folders = sorted(p for p in root.iterdir() if p.is_dir())
+        entries = _entries(root)
     except OSError as exc:
         raise RootError(f"{root}: cannot list folder ({exc.strerror})") from None
-    for folder in folders:
-        try:
-            files.extend(_project_files(root, folder, problems))
-        except OSError as exc:
-            problems.append(f"{folder}: cannot list folder ({exc.strerror})")
+    for entry in entries:
+        if entry.is_symlink():
+            problems.append(_link_skipped(entry.path))
+        elif entry.is_dir(follow_symlinks=False):
+            folder = root / entry.name
+            try:
+                files.extend(_project_files(root, folder, problems))
+            except OSError as exc:
+                problems.append(f"{folder}: cannot list folder ({exc.strerror})")
     return files, problems
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    with os.scandir(folder) as it:
+        return sorted(it, key=lambda e: e.name)
+
+
+def _link_skipped(path: str | Path) -> str:
+    return f"{path}: skipped, a symbolic link (links are never followed)"
+
+
+def _real_folder(path: Path, problems: list[str]) -> bool:
+    """Whether `path` is a folder itself; a link to one is reported and refused."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    if stat.S_ISLNK(mode):
+        problems.append(_link_skipped(path))
+        return False
+    return stat.S_ISDIR(mode)
+
+
+def _jsonl_files(folder: Path, problems: list[str], prefix: str = "") -> Iterator[Path]:
+    """The regular `<prefix>*.jsonl` files of `folder`; links and FIFOs are reported."""
+    for entry in _entries(folder):
+        name = entry.name
+        if not (name.startswith(prefix) and name.endswith(".jsonl")):
+            continue
+        path = folder / name
+        try:
+            mode = entry.stat(follow_symlinks=False).st_mode
+        except OSError:
+            continue  # gone since the listing
+        if stat.S_ISLNK(mode):
+            problems.append(_link_skipped(path))
+        elif not stat.S_ISREG(mode):
+            problems.append(f"{path}: skipped, not a regular file ({file_kind(mode)})")
+        else:
+            yield path
 
 
 def _project_files(root: Path, folder: Path, problems: list[str]) -> Iterator[SessionFile]:
     chats = folder / "chats"
-    for stale in stale_temp_files_remove(chats if chats.is_dir() else folder):
+    qwen = _real_folder(chats, problems)
+    if not qwen and os.path.islink(chats):
+        return  # a Qwen Code project whose chats live elsewhere: nothing of it is read
+    for stale in stale_temp_files_remove(chats if qwen else folder):
         problems.append(f"{stale}: removed, left over by an interrupted fork")
-    if chats.is_dir():
-        for path in sorted(chats.glob("*.jsonl")):
+    if qwen:
+        for path in _jsonl_files(chats, problems):
             yield from _session_or_problem(path, QWEN, root, folder, problems)
         return
-    for path in sorted(folder.glob("*.jsonl")):
+    for path in _jsonl_files(folder, problems):
         if AGENT_FILE_RE.match(path.name):
             # The older layout: subagent transcripts beside the session files.
             yield SessionFile(path, CLAUDE, root, folder, None)
         else:
             yield from _session_or_problem(path, CLAUDE, root, folder, problems)
-    for path in sorted(folder.glob("*/subagents/agent-*.jsonl")):
-        owner = path.parent.parent.name
-        if is_session_id(owner):
-            yield SessionFile(path, CLAUDE, root, folder, None, owner_session_id=owner)
+    for entry in _entries(folder):
+        if not is_session_id(entry.name):
+            continue
+        if entry.is_symlink():
+            problems.append(_link_skipped(entry.path))
+            continue
+        subagents = folder / entry.name / "subagents"
+        if entry.is_dir(follow_symlinks=False) and _real_folder(subagents, problems):
+            for path in _jsonl_files(subagents, problems, prefix="agent-"):
+                yield SessionFile(path, CLAUDE, root, folder, None, owner_session_id=entry.name)
 
 
 def _session_or_problem(
     path: Path, agent: str, root: Path, folder: Path, problems: list[str]
 ) -> Iterator[SessionFile]:
-    if not path.is_file():
-        return
     if is_session_id(path.stem):
         yield SessionFile(path, agent, root, folder, path.stem.lower())
     else:

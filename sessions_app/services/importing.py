@@ -145,12 +145,18 @@ def session_file_import(*, source: SessionFile, report: ImportReport) -> Session
 
 
 def session_file_index(
-    *, source: SessionFile, report: ImportReport, read_from: Path | None = None
+    *,
+    source: SessionFile,
+    report: ImportReport,
+    read_from: Path | None = None,
+    full: bool = False,
 ) -> Indexed | None:
     """Bring the index of one file up to date; None (and a report entry) when it cannot be.
 
     `read_from` names another file to read in its place: the dashboard indexes a
     file it writes from the temporary file, before that is renamed into place.
+    `full` reads the file from the start whatever its state says (the index was
+    found wrong about it).
     """
     path = source.path
     try:
@@ -166,7 +172,7 @@ def session_file_index(
         return None
     try:
         with f, transaction.atomic():
-            return _import_open_file(source, f, report, fresh=read_from is not None)
+            return _import_open_file(source, f, report, fresh=full or read_from is not None)
     except OSError as exc:
         report.errors.append(f"{path}: cannot read ({exc.strerror}); nothing changed")
     except IntegrityError:

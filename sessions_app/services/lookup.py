@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
-from ..formats import QWEN, detect_agent_from_path, is_session_id
+from django.conf import settings
+
+from ..formats import CLAUDE, QWEN, is_session_id
 from ..models import Session
-from .branching import InvalidSessionId, UnknownSession, session_lookup
+from .branching import InvalidSessionId, OutsideRoots, UnknownSession, session_lookup
 from .discovery import SessionFile
 from .importing import ImportReport, projects_refresh, session_file_import
+from .roots import UnsafePath, check_inside, file_kind, resolve_root, roots_hint
 
 
 def session_resolve(*, ref: str) -> Session:
@@ -20,16 +25,63 @@ def session_resolve(*, ref: str) -> Session:
 
 def _session_from_file(path: Path) -> Session:
     path = path.expanduser().absolute()
-    if not path.is_file():
-        raise UnknownSession(f"{path}: no such session file")
     if path.suffix != ".jsonl" or not is_session_id(path.stem):
         raise InvalidSessionId(f"{path}: a session file is named <session id>.jsonl")
-    agent = detect_agent_from_path(path)
-    folder = path.parent.parent if agent == QWEN else path.parent
+    # A file outside the roots is refused: its folder would become a root, and the
+    # fork would be written there.
+    source = _source_under_roots(path) or _source_imported(path)
+    if source is None:
+        raise OutsideRoots(f"{path} is outside the session roots; {roots_hint()}")
+    try:
+        check_inside(source.path, source.root)
+        mode = os.lstat(source.path).st_mode
+    except UnsafePath as exc:
+        raise OutsideRoots(str(exc)) from None
+    except FileNotFoundError:
+        raise UnknownSession(f"{path}: no such session file") from None
+    except OSError as exc:
+        raise UnknownSession(f"{path}: cannot read ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        raise UnknownSession(f"{path}: not a regular file ({file_kind(mode)})")
     report = ImportReport()
-    source = SessionFile(path, agent, folder.parent, folder, path.stem.lower())
     session = session_file_import(source=source, report=report)
     if session is None:
         raise UnknownSession("; ".join(report.errors) or f"{path}: could not be imported")
     projects_refresh(project_ids=[session.project_id])
     return Session.objects.select_related("project").get(pk=session.pk)
+
+
+def _source_under_roots(path: Path) -> SessionFile | None:
+    """The file as discovery names it under the configured root that holds it."""
+    # The folders are resolved, the file name is not: a link is refused, not followed.
+    real = Path(os.path.realpath(path.parent)) / path.name
+    for configured in settings.SESSION_ROOTS:
+        root = resolve_root(Path(configured))
+        real_root = Path(os.path.realpath(root))
+        if not real.is_relative_to(real_root):
+            continue
+        parts = real.relative_to(real_root).parts
+        if len(parts) == 2:
+            agent = CLAUDE
+        elif len(parts) == 3 and parts[1] == "chats":
+            agent = QWEN
+        else:
+            raise InvalidSessionId(
+                f"{path}: not where a session file lives under the root {root} "
+                "(<project>/<id>.jsonl, or <project>/chats/<id>.jsonl for Qwen Code)"
+            )
+        return SessionFile(root.joinpath(*parts), agent, root, root / parts[0], path.stem.lower())
+    return None
+
+
+def _source_imported(path: Path) -> SessionFile | None:
+    """An already imported session's file, under the root it was imported from."""
+    session = (
+        Session.objects.filter(path=str(path), is_subagent=False).select_related("project").first()
+    )
+    if session is None:
+        return None
+    project = session.project
+    return SessionFile(
+        path, session.agent, Path(project.root), Path(project.folder), str(session.session_id)
+    )

@@ -75,7 +75,7 @@ def _refusing_on_stale(session: Session) -> Iterator[None]:
     except StaleIndex:
         # The action's own transaction has rolled back; the re-import is kept.
         try:
-            reindex(session)
+            reindex(session, full=True)
         except BranchError as exc:
             raise SourceChanged(f"{session.path} changed on disk and {exc}") from None
         raise SourceChanged(

@@ -76,12 +76,13 @@ def index_written(*, source: SessionFile, temp: Path, expected: Expected) -> Ses
     return new
 
 
-def reindex(session: Session) -> Session:
-    """Bring the index of an existing session file up to date (after an append, or a refusal)."""
+def reindex(session: Session, *, full: bool = False) -> Session:
+    """Bring the index of a session file up to date; `full` reads it all again."""
     report = ImportReport()
     indexed = session_file_index(
         source=session_file_of(session, Path(session.path), str(session.session_id)),
         report=report,
+        full=full,
     )
     if indexed is None:
         raise BranchError("; ".join(report.errors) or f"could not re-import {session.path}")

@@ -193,7 +193,7 @@ def _rewind_claude(session: Session, turn: int) -> Session:
 def _unstamped_digest(path: Path, lines: int, source_id: str, backup_id: str) -> str:
     """The digest of the first `lines` lines of a backup, turned back into the source's."""
     digest = hashlib.blake2b(digest_size=20)
-    with path.open("rb") as f:
+    with path.open("rb") as f:  # our own temporary file, made exclusively
         for n, raw in enumerate(f):
             if n >= lines:
                 break
@@ -208,7 +208,7 @@ def _restore_from_backup(session: Session, state: dict) -> Session:
     digest = hashlib.blake2b(digest_size=20)
     lines = state.get("lines")
     if lines is None:  # a rewind made before the state kept its line count
-        with backup_path.open("rb") as f:
+        with open_regular(backup_path, root=session.project.root) as f:
             lines = sum(1 for _ in f) - 1
     try:
         src = open_regular(backup_path, root=session.project.root)

@@ -35,7 +35,8 @@ def unique_title(session: Session, title: str | None) -> str:
     if title and (cleaned := clean_title(title)):
         return cleaned
     name = source_name(session)
-    stem = with_suffix(name, " (Branch 99999)")[: -len(" (Branch 99999)")]
+    # A plain prefix of every candidate, however its name was cut to fit.
+    stem = name[: TITLE_LIMIT - 40]
     taken = set(
         Session.objects.filter(project_id=session.project_id, title__startswith=stem).values_list(
             "title", flat=True
