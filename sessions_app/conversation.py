@@ -18,7 +18,6 @@ from .formats import (
     PROMPT,
     QWEN,
     ParsedRecord,
-    parse_timestamp,
 )
 
 # Built-in Claude Code commands that never reach the model. A command the model
@@ -89,7 +88,7 @@ def node_from_record(line: int, record: ParsedRecord) -> Node:
         record.uuid,
         record.parent_uuid,
         record.kind,
-        parse_timestamp(record.timestamp),
+        record.time,
         record.sidechain,
         record.logical_parent_uuid,
         record.text,

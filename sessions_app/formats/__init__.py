@@ -3,6 +3,11 @@
 A reader turns one raw line into a `ParsedRecord`: the fields the graph, the turn
 function and the pages need. The raw bytes themselves are never changed; unknown
 record types come through as kind "other" and are carried along untouched.
+
+Every value a reader returns is safe to store in either database: a field that is
+out of range, too long, of the wrong type or holds a NUL is dropped (or clamped)
+and named in `ParsedRecord.dropped`, so the importer can report it with file and
+line and go on. One bad value never costs more than itself.
 """
 
 from __future__ import annotations
@@ -44,6 +49,11 @@ UUID_RE = re.compile(
     r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 )
 TEXT_LIMIT = 2000
+MAX_COUNT = 2**31 - 1  # token counts fit a 32-bit integer column on every database
+# A time this close to the ends of datetime's range could overflow when converted to
+# UTC or to any local zone (offsets stay under a day), so it is dropped instead.
+EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+LATEST = datetime(9999, 12, 30, tzinfo=UTC)
 
 
 def is_session_id(value: str) -> bool:
@@ -53,7 +63,12 @@ def is_session_id(value: str) -> bool:
 
 @dataclass(slots=True)
 class ParsedRecord:
-    """What one line says, normalised; `kind` is one of the constants above."""
+    """What one line says, normalised; `kind` is one of the constants above.
+
+    `dropped` names each field the reader dropped or clamped and why, e.g.
+    "message.usage.input_tokens: out of range (18446744073709551615)"; it stays the
+    shared empty tuple when nothing was wrong.
+    """
 
     kind: str
     raw_type: str = ""
@@ -62,6 +77,7 @@ class ParsedRecord:
     parent_uuid: str | None = None
     logical_parent_uuid: str | None = None
     timestamp: str | None = None
+    time: datetime | None = None  # `timestamp` parsed: aware, within EARLIEST..LATEST
     sidechain: bool = False
     session_id: str | None = None
     text: str | None = None
@@ -75,6 +91,7 @@ class ParsedRecord:
     leaf_uuid: str | None = None
     forked_from: str | None = None  # the source session of a CLI-made branch
     error: str | None = None
+    dropped: tuple[str, ...] = ()
 
 
 def collapse(text: str, limit: int = 100) -> str:
@@ -84,14 +101,19 @@ def collapse(text: str, limit: int = 100) -> str:
 
 
 def parse_timestamp(value: str | None) -> datetime | None:
-    """An aware datetime from a record's ISO timestamp; None when missing or malformed."""
-    if not value:
+    """An aware datetime from an ISO timestamp; None when missing, malformed or out of range."""
+    if not value or value.__class__ is not str:
         return None
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    if 1 < parsed.year < 9999:
+        return parsed
+    # Aware datetimes compare without converting, so this cannot overflow.
+    return parsed if EARLIEST <= parsed <= LATEST else None
 
 
 def detect_agent_from_path(path: Path) -> str:

@@ -12,6 +12,7 @@ from . import (
     COMPACT_BOUNDARY,
     COMPACT_SUMMARY,
     LOCAL_OUTPUT,
+    MAX_COUNT,
     PROGRESS,
     PROMPT,
     SUMMARY,
@@ -21,7 +22,18 @@ from . import (
     USER_OTHER,
     ParsedRecord,
 )
-from .common import base_record, clip, integer, load, string
+from .common import (
+    ID_LIMIT,
+    MESSAGE_ID_LIMIT,
+    MODEL_LIMIT,
+    base_record,
+    bounded,
+    clip,
+    count,
+    load,
+    note,
+    string,
+)
 
 # Newer CLIs say where a prompt came from; these origins are people (or a script
 # acting for one through the SDK).
@@ -120,7 +132,7 @@ def parse_line(raw: bytes) -> ParsedRecord:
     raw_type = record.raw_type
     forked = data.get("forkedFrom")
     if isinstance(forked, dict):
-        record.forked_from = string(forked, "sessionId")
+        record.forked_from = bounded(record, forked, "sessionId", ID_LIMIT, "forkedFrom")
     message = data.get("message")
     if raw_type == "user":
         text = message_text(message)
@@ -131,16 +143,7 @@ def parse_line(raw: bytes) -> ParsedRecord:
     elif raw_type == "assistant":
         record.kind = ASSISTANT
         if isinstance(message, dict):
-            record.message_id = string(message, "id")
-            model = string(message, "model")
-            record.model = model if model and not model.startswith("<") else None
-            usage = message.get("usage")
-            record.input_tokens = (
-                integer(usage, "input_tokens")
-                + integer(usage, "cache_creation_input_tokens")
-                + integer(usage, "cache_read_input_tokens")
-            )
-            record.output_tokens = integer(usage, "output_tokens")
+            _read_assistant_message(record, message)
     elif raw_type == "system":
         record.kind = COMPACT_BOUNDARY if record.subtype == "compact_boundary" else SYSTEM
         if record.subtype == "local_command":
@@ -152,11 +155,35 @@ def parse_line(raw: bytes) -> ParsedRecord:
     elif raw_type == "summary":
         record.kind = SUMMARY
         record.text = clip(string(data, "summary"))
-        record.leaf_uuid = string(data, "leafUuid")
+        record.leaf_uuid = bounded(record, data, "leafUuid", ID_LIMIT)
     elif raw_type == "custom-title":
         record.kind = TITLE
         record.title = clip(string(data, "customTitle"))
     elif raw_type in BOOKKEEPING_TYPES:
         record.kind = BOOKKEEPING
-        record.leaf_uuid = string(data, "leafUuid")
+        record.leaf_uuid = bounded(record, data, "leafUuid", ID_LIMIT)
     return record
+
+
+def _read_assistant_message(record: ParsedRecord, message: dict[str, Any]) -> None:
+    """The message id, model and token counts of an assistant record."""
+    record.message_id = bounded(record, message, "id", MESSAGE_ID_LIMIT, "message")
+    model = bounded(record, message, "model", MODEL_LIMIT, "message")
+    # "<synthetic>" marks messages the CLI made up itself, not a model.
+    record.model = model if model and not model.startswith("<") else None
+    usage = message.get("usage")
+    if usage.__class__ is not dict:
+        if usage is not None:
+            note(record, "message.usage", "not an object", usage)
+        return
+    where = "message.usage"
+    total = (
+        count(record, usage, "input_tokens", where)
+        + count(record, usage, "cache_creation_input_tokens", where)
+        + count(record, usage, "cache_read_input_tokens", where)
+    )
+    if total > MAX_COUNT:
+        note(record, where, f"input token total above {MAX_COUNT}, clamped", total)
+        total = MAX_COUNT
+    record.input_tokens = total
+    record.output_tokens = count(record, usage, "output_tokens", where)

@@ -1,12 +1,25 @@
-"""Pieces both readers share: JSON decoding that never raises, field access."""
+"""Pieces both readers share: JSON decoding that never raises, field access.
+
+Every field reader here returns only values each database column takes; anything
+else is dropped, and noted on the record (`ParsedRecord.dropped`) for the report.
+"""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import orjson
 
-from . import INVALID, OTHER, TEXT_LIMIT, ParsedRecord
+from . import INVALID, MAX_COUNT, OTHER, TEXT_LIMIT, ParsedRecord, parse_timestamp
+
+# The longest string each kind of field may be: its column's size, or for paths
+# the OS's. Longer ones are dropped, not cut: a cut id or path names something else.
+ID_LIMIT = 64  # type, subtype, uuids, timestamp, session id
+MESSAGE_ID_LIMIT = 128
+MODEL_LIMIT = 128
+BRANCH_LIMIT = 255
+PATH_LIMIT = 4096
 
 
 def load(raw: bytes) -> dict[str, Any] | ParsedRecord:
@@ -28,25 +41,57 @@ def load(raw: bytes) -> dict[str, Any] | ParsedRecord:
 
 
 def string(data: dict[str, Any], key: str) -> str | None:
-    """A string field, or None when missing or of another type (transcripts are untrusted)."""
+    """A string field, or None when missing or of another type; for reading, not storing."""
     value = data.get(key)
     return value if isinstance(value, str) else None
 
 
-def ident(data: dict[str, Any], key: str) -> str | None:
-    """An id-like field (uuid, type): None unless a short, NUL-free string."""
+def note(record: ParsedRecord, field: str, why: str, value: Any) -> None:
+    """Name a field the reader dropped or clamped; the line in the file stays as it is."""
+    record.dropped += (entry(field, why, value),)
+
+
+def entry(field: str, why: str, value: Any) -> str:
+    """One `ParsedRecord.dropped` entry: the field, why, and the value cut short."""
+    shown = repr(value)  # escapes NUL and control characters
+    if len(shown) > 60:
+        shown = shown[:59] + "…"
+    return f"{field}: {why} ({shown})"
+
+
+def count(record: ParsedRecord, data: dict[str, Any], key: str, where: str = "") -> int:
+    """A token count in 0..MAX_COUNT: 0 when missing, dropped (and noted) when not one.
+
+    `where` is the path of `data` in the record, for the note ("message.usage").
+    """
     value = data.get(key)
-    if isinstance(value, str) and len(value) <= 64 and "\x00" not in value:
+    if value.__class__ is int and 0 <= value <= MAX_COUNT:
         return value
+    if value is not None:
+        if value.__class__ is int or value.__class__ is float:
+            # orjson reads integers beyond 64 bits as floats.
+            why = "not an integer" if 0 <= value <= MAX_COUNT else "out of range"
+        else:
+            why = "not a number"
+        note(record, f"{where}.{key}" if where else key, why, value)
+    return 0
+
+
+def bounded(
+    record: ParsedRecord, data: dict[str, Any], key: str, limit: int, where: str = ""
+) -> str | None:
+    """A string of at most `limit` characters without NUL; anything else is dropped and noted."""
+    value = data.get(key)
+    if value is None or (value.__class__ is str and len(value) <= limit and "\x00" not in value):
+        return value
+    note(record, f"{where}.{key}" if where else key, _string_problem(value, limit), value)
     return None
 
 
-def integer(data: Any, key: str) -> int:
-    """An integer field, 0 when missing or not a number."""
-    if not isinstance(data, dict):
-        return 0
-    value = data.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+def _string_problem(value: Any, limit: int) -> str:
+    if value.__class__ is not str:
+        return "not a string"
+    return "contains NUL" if "\x00" in value else f"longer than {limit} characters"
 
 
 def clip(text: str | None) -> str | None:
@@ -54,23 +99,44 @@ def clip(text: str | None) -> str | None:
     if text is None:
         return None
     text = text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT]
-    # PostgreSQL refuses NUL in text columns; the file keeps the original.
+    # PostgreSQL refuses NUL in text columns; the file keeps the original. Display
+    # text loses nothing by the replacement, so this is not noted.
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
 def base_record(data: dict[str, Any]) -> ParsedRecord:
     """The fields both CLIs write the same way; the reader fills in the kind."""
-    # This runs once per line of every session: the id checks are written out
-    # here rather than calling ident() seven times.
+    # This runs once per line of every session: the checks are written out here
+    # rather than calling bounded() nine times, and a value is looked at twice
+    # only once it has failed.
     get = data.get
     ids = [get(k) for k in ID_FIELDS]
+    cwd, branch = get("cwd"), get("gitBranch")
+    dropped: tuple[str, ...] = ()
     for n, value in enumerate(ids):
         if value is not None and not (
-            value.__class__ is str and len(value) <= 64 and "\x00" not in value
+            value.__class__ is str and len(value) <= ID_LIMIT and "\x00" not in value
         ):
+            dropped += (entry(ID_FIELDS[n], _string_problem(value, ID_LIMIT), value),)
             ids[n] = None
     raw_type, subtype, uuid, parent, logical, timestamp, session_id = ids
-    cwd, branch = get("cwd"), get("gitBranch")
+    time = None
+    if timestamp is not None:
+        # Parsed here, once, so that a bad time is named; see ParsedRecord.time.
+        time = parse_timestamp(timestamp)
+        if time is None:
+            dropped += (entry("timestamp", _time_problem(timestamp), timestamp),)
+            timestamp = None
+    if cwd is not None and not (
+        cwd.__class__ is str and len(cwd) <= PATH_LIMIT and "\x00" not in cwd
+    ):
+        dropped += (entry("cwd", _string_problem(cwd, PATH_LIMIT), cwd),)
+        cwd = None
+    if branch is not None and not (
+        branch.__class__ is str and len(branch) <= BRANCH_LIMIT and "\x00" not in branch
+    ):
+        dropped += (entry("gitBranch", _string_problem(branch, BRANCH_LIMIT), branch),)
+        branch = None
     return ParsedRecord(
         kind=OTHER,
         raw_type=raw_type or "",
@@ -79,11 +145,21 @@ def base_record(data: dict[str, Any]) -> ParsedRecord:
         parent_uuid=parent,
         logical_parent_uuid=logical,
         timestamp=timestamp,
+        time=time,
         sidechain=get("isSidechain") is True,
         session_id=session_id,
-        cwd=clip(cwd) if cwd.__class__ is str else None,
-        git_branch=clip(branch) if branch.__class__ is str else None,
+        cwd=cwd,
+        git_branch=branch,
+        dropped=dropped,
     )
+
+
+def _time_problem(value: str) -> str:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return "not an ISO 8601 time"
+    return "out of range"
 
 
 ID_FIELDS = ("type", "subtype", "uuid", "parentUuid", "logicalParentUuid", "timestamp", "sessionId")

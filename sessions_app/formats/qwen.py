@@ -14,7 +14,7 @@ from . import (
     USER_OTHER,
     ParsedRecord,
 )
-from .common import base_record, clip, integer, load, string
+from .common import MODEL_LIMIT, base_record, bounded, clip, count, load, note, string
 
 
 def message_text(message: Any) -> str:
@@ -59,10 +59,13 @@ def parse_line(raw: bytes) -> ParsedRecord:
             record.text = clip(text)
     elif raw_type == "assistant":
         record.kind = ASSISTANT
-        record.model = string(data, "model")
+        record.model = bounded(record, data, "model", MODEL_LIMIT)
         usage = data.get("usageMetadata")
-        record.input_tokens = integer(usage, "promptTokenCount")
-        record.output_tokens = integer(usage, "candidatesTokenCount")
+        if usage.__class__ is dict:
+            record.input_tokens = count(record, usage, "promptTokenCount", "usageMetadata")
+            record.output_tokens = count(record, usage, "candidatesTokenCount", "usageMetadata")
+        elif usage is not None:
+            note(record, "usageMetadata", "not an object", usage)
     elif raw_type == "tool_result":
         record.kind = TOOL_RESULT
     elif raw_type == "system":

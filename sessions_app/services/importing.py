@@ -175,10 +175,16 @@ def session_file_index(
             return _import_open_file(source, f, report, fresh=full or read_from is not None)
     except OSError as exc:
         report.errors.append(f"{path}: cannot read ({exc.strerror}); nothing changed")
-    except IntegrityError:
-        other = Session.objects.filter(session_id=source.session_id, is_subagent=False).first()
-        where = other.path if other else "another file"
-        report.errors.append(f"{path}: session id already imported from {where}; skipped")
+    except IntegrityError as exc:
+        other = (
+            Session.objects.filter(session_id=source.session_id, is_subagent=False)
+            .exclude(path=str(path))
+            .first()
+        )
+        if other is not None:
+            report.errors.append(f"{path}: session id already imported from {other.path}; skipped")
+        else:
+            report.errors.append(f"{path}: could not be imported ({exc}); skipped")
     except Exception as exc:  # one bad file never stops the import
         problem = f"{type(exc).__name__}: {exc}"
         report.errors.append(f"{path}: could not be imported ({problem}); skipped")
@@ -351,7 +357,7 @@ class _FileReader:
     def _note(self, record: ParsedRecord, line_no: int) -> tuple[int, int]:
         """Collect the session facts of one record; returns the tokens it adds."""
         counted = (0, 0)
-        if getattr(record, "dropped", None):
+        if record.dropped:
             self.report.dropped += len(record.dropped)
             for problem in record.dropped:
                 if self.errors_reported < MAX_ERRORS_PER_FILE:
