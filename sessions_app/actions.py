@@ -20,7 +20,14 @@ from .models import Session
 from .permissions import require_write
 from .resume import resume_command
 from .services.audit import audit_record
-from .services.branching import BranchError, session_fork, session_rewind, session_rewind_undo
+from .services.branching import (
+    BranchError,
+    InvalidTurn,
+    session_fork,
+    session_rewind,
+    session_rewind_undo,
+)
+from .services.fresh_start import fresh_start
 
 MAX_TITLE = 300
 
@@ -32,13 +39,13 @@ def _session(session_id: uuid.UUID) -> Session:
 
 
 def _turn(value: str | None) -> int | None:
-    """A turn number from a form; None when absent, -1 when not a number (the engine refuses)."""
+    """A turn number from a form or query; None when absent, refused when not a whole number."""
     if value in (None, ""):
         return None
     try:
         return int(value)
     except ValueError:
-        return -1
+        raise InvalidTurn(f"turn must be a whole number, not {value[:40]!r}") from None
 
 
 def _done(request: HttpRequest, url: str) -> HttpResponse:
@@ -46,10 +53,14 @@ def _done(request: HttpRequest, url: str) -> HttpResponse:
 
 
 def _failed(request: HttpRequest, session: Session, error: BranchError) -> HttpResponse:
-    if request.htmx:
-        response = render(request, "sessions_app/action_error.html", {"error": error})
-        response.status_code = error.status
-        return response
+    # A refused form post goes back to the transcript with the message; a refused
+    # page (GET) or htmx request answers with the message and the error's status.
+    if request.htmx or request.method == "GET":
+        template = "sessions_app/action_error.html"
+        if request.htmx:
+            template += "#action-error"
+        context = {"error": error, "session": session}
+        return render(request, template, context, status=error.status)
     messages.error(request, str(error))
     return redirect(reverse("sessions:session_detail", args=[session.session_id]))
 
@@ -59,12 +70,14 @@ def _failed(request: HttpRequest, session: Session, error: BranchError) -> HttpR
 def fork(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Branch the whole session (no turn), fork from a turn, or edit & fork before it."""
     session = _session(session_id)
-    turn = _turn(request.POST.get("turn"))
     before = request.POST.get("mode") == "before"
     title = request.POST.get("title", "").strip()[:MAX_TITLE] or None
     try:
+        turn = _turn(request.POST.get("turn"))
         if before and turn is None:
             raise BranchError("edit & fork needs a turn")
+        if before and turn == 1:
+            return _fresh_start(request, session)
         new = session_fork(session=session, turn=turn, include_turn=not before, title=title)
     except BranchError as error:
         return _failed(request, session, error)
@@ -79,19 +92,29 @@ def fork(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     return _done(request, url)
 
 
+def _fresh_start(request: HttpRequest, session: Session) -> HttpResponse:
+    """Before turn 1 nothing is kept: prompt 1 to edit and a fresh start, nothing written."""
+    start = fresh_start(session=session)
+    template = "sessions_app/fresh_start.html"
+    if request.htmx:
+        template += "#fresh-start"
+    return render(request, template, {"session": session, "start": start})
+
+
 @require_http_methods(["GET", "POST"])
 @require_write
 def rewind(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """GET: the confirmation; POST: rewind so the CLI resumes after turn N-1."""
     session = _session(session_id)
-    turn = _turn(request.GET.get("turn") if request.method == "GET" else request.POST.get("turn"))
-    if request.method == "GET":
-        leaving = session.turn_count - (turn or 0) + 1
-        context = {"session": session, "turn": turn, "leaving": leaving}
-        return render(request, "sessions_app/rewind_confirm.html", context)
+    form = request.GET if request.method == "GET" else request.POST
     try:
+        turn = _turn(form.get("turn"))
         if turn is None:
             raise BranchError("rewind needs a turn")
+        if request.method == "GET":
+            leaving = session.turn_count - turn + 1
+            context = {"session": session, "turn": turn, "leaving": leaving}
+            return render(request, "sessions_app/rewind_confirm.html", context)
         rewound = session_rewind(session=session, turn=turn)
     except BranchError as error:
         return _failed(request, session, error)

@@ -2,6 +2,8 @@
 
 No cookie is ever enough here: a request without a valid `Authorization: Bearer`
 token gets 401 and nothing is done, so no other web page can drive the API.
+Every answer is JSON, errors included (`{"error": ...}`): a wrong method, a body
+too large, unreadable or malformed gets its status code and a message, never a page.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ from functools import wraps
 import orjson
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse, UnreadablePostError
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
 
 from . import selectors
 from .api_schema import OPENAPI
@@ -30,10 +32,37 @@ from .services.branching import (
     session_rewind,
     session_rewind_undo,
 )
+from .services.fresh_start import fresh_start
+
+
+class BodyTooLarge(BranchError):
+    status = 413
+
+
+class LengthRequired(BranchError):
+    status = 411
 
 
 def _error(status: int, message: str) -> JsonResponse:
     return JsonResponse({"error": message}, status=status)
+
+
+def allow(*methods: str) -> Callable:
+    """Like Django's require_http_methods, but the 405 is JSON like every API error."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+            if request.method not in methods:
+                allowed = " or ".join(methods)
+                response = _error(405, f"{request.method} is not allowed here; use {allowed}")
+                response["Allow"] = ", ".join(methods)
+                return response
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorate
 
 
 def token_required(*, write: bool) -> Callable:
@@ -90,10 +119,21 @@ def _session(session_id: uuid.UUID) -> Session | None:
 
 
 def _body(request: HttpRequest) -> dict:
-    if not request.body:
+    # Under WSGI a body without Content-Length reads as empty, and an empty fork body
+    # means "branch the whole session": refuse rather than guess.
+    if not request.META.get("CONTENT_LENGTH") and "Transfer-Encoding" in request.headers:
+        raise LengthRequired("send the request body with a Content-Length header")
+    try:
+        raw = request.body
+    except RequestDataTooBig:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        raise BodyTooLarge(f"the request body is larger than {limit} bytes") from None
+    except UnreadablePostError:
+        raise BranchError("the request body could not be read") from None
+    if not raw:
         return {}
     try:
-        data = orjson.loads(request.body)
+        data = orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise BranchError("the request body is not valid JSON") from None
     if not isinstance(data, dict):
@@ -106,7 +146,9 @@ def _turn_field(data: dict, *, required: bool) -> int | None:
     if turn is None and not required:
         return None
     if isinstance(turn, bool) or not isinstance(turn, int):
-        raise InvalidTurn("turn must be an integer")
+        # The same words as the pages and the commands; a JSON string shows as 'abc'.
+        shown = repr(turn[:40]) if isinstance(turn, str) else orjson.dumps(turn).decode()[:40]
+        raise InvalidTurn(f"turn must be a whole number, not {shown}")
     return turn
 
 
@@ -123,25 +165,35 @@ def session_json(session: Session, *, turns: bool = False) -> dict:
     return data
 
 
-@require_GET
+@allow("GET")
 @token_required(write=False)
 def session_detail(request: HttpRequest, session: Session) -> HttpResponse:
     """GET /api/sessions/<id>: metadata, turns with their prompt text, lineage."""
     return JsonResponse(session_json(session, turns=True))
 
 
-@require_POST
+@allow("POST")
 @token_required(write=True)
 def session_fork_view(request: HttpRequest, session: Session) -> HttpResponse:
-    """POST /api/sessions/<id>/fork {"turn": N, "include_turn": bool, "title": str}."""
+    """POST /api/sessions/<id>/fork {"turn": N, "include_turn": bool, "title": str}.
+
+    201 with the new session; 200 with `session_id: null`, prompt 1 and the command
+    that starts a new session for `{"turn": 1, "include_turn": false}` (nothing to keep).
+    """
     data = _body(request)
     turn = _turn_field(data, required=False)
     include = data.get("include_turn", True)
     if not isinstance(include, bool):
         raise BranchError("include_turn must be true or false")
+    if not include and turn is None:
+        raise InvalidTurn("include_turn needs a turn: the turn whose prompt to edit")
     title = data.get("title")
     if title is not None and (not isinstance(title, str) or len(title) > 300):
         raise BranchError("title must be a string of at most 300 characters")
+    if not include and turn == 1:
+        start = fresh_start(session=session)
+        body = {"session_id": None, "turn": start.turn, "prompt": start.prompt}
+        return JsonResponse({**body, "command": start.command})
     new = session_fork(session=session, turn=turn, include_turn=include, title=title or None)
     audit_record(
         request=request, action=new.kind, session=session, result=new, turn=turn, via="api"
@@ -152,7 +204,7 @@ def session_fork_view(request: HttpRequest, session: Session) -> HttpResponse:
     return JsonResponse(body, status=201)
 
 
-@require_POST
+@allow("POST")
 @token_required(write=True)
 def session_rewind_view(request: HttpRequest, session: Session) -> HttpResponse:
     """POST /api/sessions/<id>/rewind {"turn": N}."""
@@ -166,7 +218,7 @@ def session_rewind_view(request: HttpRequest, session: Session) -> HttpResponse:
     return JsonResponse(body)
 
 
-@require_POST
+@allow("POST")
 @token_required(write=True)
 def session_rewind_undo_view(request: HttpRequest, session: Session) -> HttpResponse:
     """POST /api/sessions/<id>/rewind/undo."""
@@ -177,7 +229,7 @@ def session_rewind_undo_view(request: HttpRequest, session: Session) -> HttpResp
     return JsonResponse(session_json(restored))
 
 
-@require_GET
+@allow("GET")
 @login_not_required
 def openapi(request: HttpRequest) -> HttpResponse:
     """The OpenAPI description of this API."""

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _SESSION = {"$ref": "#/components/schemas/Session"}
+_FRESH_START = {"$ref": "#/components/schemas/FreshStart"}
 
 
 def _responses(ok: str, schema: dict, *codes: int) -> dict:
     texts = {
-        400: "turn out of range or not a prompt, malformed body or id",
+        400: "turn out of range, not a whole number or not a prompt; malformed body",
         401: "missing or invalid bearer token",
         403: "the token's user may not write (team mode)",
         404: "unknown session",
+        405: "wrong HTTP method (the Allow header names the right one)",
         409: "source changed on disk, still being written, target exists, nothing to undo",
+        411: "a body sent without Content-Length (chunked)",
+        413: "the body is larger than BRANCHBOARD_MAX_BODY bytes",
     }
     out = {ok: {"description": "done", "content": {"application/json": {"schema": schema}}}}
     for code in codes:
@@ -45,6 +49,19 @@ OPENAPI: dict = {
                 "type": "object",
                 "required": ["error"],
                 "properties": {"error": {"type": "string"}},
+            },
+            "FreshStart": {
+                "description": "Edit & fork before turn 1: nothing comes before it, so no "
+                "session is made. Edit `prompt`, run `command` (a new session in the same "
+                "folder) and send it there.",
+                "type": "object",
+                "required": ["session_id", "turn", "prompt", "command"],
+                "properties": {
+                    "session_id": {"type": "null"},
+                    "turn": {"type": "integer", "const": 1},
+                    "prompt": {"type": "string"},
+                    "command": {"type": "string"},
+                },
             },
             "Turn": {
                 "type": "object",
@@ -99,12 +116,13 @@ OPENAPI: dict = {
             "get": {
                 "summary": "A session: metadata, turns with prompt text, lineage",
                 "parameters": [_ID],
-                "responses": _responses("200", _SESSION, 401, 404),
+                "responses": _responses("200", _SESSION, 401, 404, 405),
             }
         },
         "/api/sessions/{session_id}/fork": {
             "post": {
-                "summary": "Branch (no turn), fork at a turn, or fork before it",
+                "summary": "Branch (no turn), fork at a turn, or fork before it "
+                "(include_turn false, which needs a turn)",
                 "parameters": [_ID],
                 "requestBody": {
                     "content": {
@@ -113,14 +131,26 @@ OPENAPI: dict = {
                                 "type": "object",
                                 "properties": {
                                     "turn": {"type": "integer", "minimum": 1},
-                                    "include_turn": {"type": "boolean", "default": True},
+                                    "include_turn": {
+                                        "type": "boolean",
+                                        "default": True,
+                                        "description": "false: fork before the turn (keep "
+                                        "1..turn-1, hand its prompt back); needs a turn",
+                                    },
                                     "title": {"type": "string", "maxLength": 300},
                                 },
                             }
                         }
                     }
                 },
-                "responses": _responses("201", _SESSION, 400, 401, 403, 404, 409),
+                "responses": {
+                    **_responses("201", _SESSION, 400, 401, 403, 404, 405, 409, 411, 413),
+                    "200": {
+                        "description": "turn 1 with include_turn false: no session, the "
+                        "prompt to edit and the command that starts a new session",
+                        "content": {"application/json": {"schema": _FRESH_START}},
+                    },
+                },
             }
         },
         "/api/sessions/{session_id}/rewind": {
@@ -139,14 +169,14 @@ OPENAPI: dict = {
                         }
                     },
                 },
-                "responses": _responses("200", _SESSION, 400, 401, 403, 404, 409),
+                "responses": _responses("200", _SESSION, 400, 401, 403, 404, 405, 409, 411, 413),
             }
         },
         "/api/sessions/{session_id}/rewind/undo": {
             "post": {
                 "summary": "Undo the last rewind",
                 "parameters": [_ID],
-                "responses": _responses("200", _SESSION, 401, 403, 404, 409),
+                "responses": _responses("200", _SESSION, 401, 403, 404, 405, 409),
             }
         },
     },

@@ -1,4 +1,4 @@
-"""How to carry on in the real CLI: the exact command for a session."""
+"""How to carry on in the real CLI: the exact command for a session, or a fresh start."""
 
 from __future__ import annotations
 
@@ -8,8 +8,19 @@ from .formats import QWEN
 from .models import Session
 
 
+def _cli(session: Session) -> str:
+    return "qwen" if session.agent == QWEN else "claude"
+
+
+def _in_folder(session: Session, command: str) -> str:
+    return f"cd {shlex.quote(session.cwd)} && {command}" if session.cwd else command
+
+
 def resume_command(session: Session) -> str:
     """`cd <cwd> && claude --resume <id>` (or `qwen --resume <id>`), shell-quoted."""
-    cli = "qwen" if session.agent == QWEN else "claude"
-    command = f"{cli} --resume {session.session_id}"
-    return f"cd {shlex.quote(session.cwd)} && {command}" if session.cwd else command
+    return _in_folder(session, f"{_cli(session)} --resume {session.session_id}")
+
+
+def fresh_command(session: Session) -> str:
+    """`cd <cwd> && claude` (or `qwen`): a new session in the folder `session` ran in."""
+    return _in_folder(session, _cli(session))

@@ -87,8 +87,10 @@ def test_fork_branch_and_edit_fork(client, imported: Path, token: str) -> None:
     [
         ({"turn": 0}, 400, "out of range"),
         ({"turn": 99}, 400, "out of range"),
-        ({"turn": "2"}, 400, "integer"),
-        ({"turn": 1, "include_turn": False}, 400, "turn 2 or later"),
+        ({"turn": "2"}, 400, "turn must be a whole number, not '2'"),
+        ({"turn": 1.5}, 400, "turn must be a whole number, not 1.5"),
+        ({"include_turn": False}, 400, "include_turn needs a turn"),
+        ({"turn": None, "include_turn": False}, 400, "include_turn needs a turn"),
         ({"include_turn": "yes"}, 400, "true or false"),
         ({"title": 5}, 400, "title"),
         ([1, 2], 400, "JSON object"),
@@ -168,6 +170,8 @@ def test_rewind_and_undo(client, imported: Path, token: str) -> None:
 def test_wrong_methods_are_405(client, imported: Path, token: str) -> None:
     assert api(client, "get", f"/api/sessions/{WEBAPP_ID}/fork", token).status_code == 405
     assert api(client, "post", f"/api/sessions/{WEBAPP_ID}", token, {}).status_code == 405
+    assert client.put(f"/api/sessions/{WEBAPP_ID}/rewind").status_code == 405
+    assert client.post("/api/openapi.json").status_code == 405
 
 
 def _normalised(path: Path, new_id: str) -> list[bytes]:
@@ -203,4 +207,13 @@ def test_openapi_describes_every_api_route_and_response(client, imported: Path, 
     assert set(got) <= set(spec["components"]["schemas"]["Session"]["properties"])
     made = api(client, "post", f"/api/sessions/{WEBAPP_ID}/fork", token, {"turn": 1}).json()
     assert required <= set(made) <= set(spec["components"]["schemas"]["Session"]["properties"])
-    assert "201" in spec["paths"]["/api/sessions/{session_id}/fork"]["post"]["responses"]
+    fork_responses = spec["paths"]["/api/sessions/{session_id}/fork"]["post"]["responses"]
+    assert "201" in fork_responses
+    fresh = api(
+        client, "post", f"/api/sessions/{WEBAPP_ID}/fork", token, {"turn": 1, "include_turn": False}
+    )
+    assert fresh.status_code == 200
+    assert "FreshStart" in fork_responses["200"]["content"]["application/json"]["schema"]["$ref"]
+    schema = spec["components"]["schemas"]["FreshStart"]
+    assert set(schema["required"]) == set(fresh.json()) == set(schema["properties"])
+    assert fresh.json()["session_id"] is None and fresh.json()["turn"] == 1

@@ -5,27 +5,31 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
 from sessions_app.selectors import session_summary
 from sessions_app.services.branching import BranchError, session_rewind, session_rewind_undo
 from sessions_app.services.lookup import session_resolve
 
-from .fork_session import EXIT_CODES
+from .fork_session import JSON_HELP, refuse, whole_number
 
 
 class Command(BaseCommand):
     help = (
         "Rewind SESSION so the CLI resumes after turn N-1 (Claude Code: the old file is kept "
-        "as a backup session first), or --undo the last rewind."
+        "as a backup session first), or --undo the last rewind. Exit codes: 2 bad request, "
+        "3 unknown session, 4 conflict; errors go to stderr, or with --json to stdout as one "
+        "JSON object."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("session", help="session id, or path to a .jsonl session file")
         group = parser.add_mutually_exclusive_group(required=True)
-        group.add_argument("--turn", type=int, help="rewind to this turn (it leaves the session)")
+        group.add_argument(
+            "--turn", type=whole_number, help="rewind to this turn (it leaves the session)"
+        )
         group.add_argument("--undo", action="store_true", help="undo the last rewind")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -35,8 +39,10 @@ class Command(BaseCommand):
             else:
                 session = session_rewind(session=session, turn=options["turn"])
         except BranchError as exc:
-            raise CommandError(str(exc), returncode=EXIT_CODES.get(exc.status, 1)) from None
+            refuse(self, exc, as_json=options["json"])
         info = session_summary(session)
+        # `turn`: the turn rewound to, or after an undo the turn count restored.
+        info["turn"] = session.turn_count if options["undo"] else options["turn"]
         backup = (session.rewind_undo or {}).get("backup_id")
         info["backup_id"] = backup
         if options["json"]:
