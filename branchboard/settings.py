@@ -92,6 +92,17 @@ DEBUG = env_bool("BRANCHBOARD_DEBUG", False)
 # A session written to less than this many seconds ago may still be in use by a
 # CLI; rewinding it is refused.
 BRANCHBOARD_BUSY_SECONDS = env_int("BRANCHBOARD_BUSY_SECONDS", 5)
+# Seconds a request or the importer waits for a database lock another writer
+# holds; then the page answers "busy, try again" (sessions_app/middleware.py).
+DB_TIMEOUT = env_int("BRANCHBOARD_DB_TIMEOUT", 20)
+if DB_TIMEOUT < 1:
+    raise ImproperlyConfigured(f"BRANCHBOARD_DB_TIMEOUT={DB_TIMEOUT} must be at least 1 second")
+# Behind a reverse proxy that sets X-Forwarded-For to the client's address (the
+# shipped nginx site does), the audit log takes the address from there; without
+# a proxy the header is the client's own say and is ignored.
+TRUSTED_PROXY = env_bool("BRANCHBOARD_TRUSTED_PROXY", False)
+# The `import_sessions --watch` log (rotated).
+IMPORT_LOG = DATA_DIR / "import.log"
 
 LOCAL_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
 EXTRA_HOSTS = env_list("BRANCHBOARD_ALLOWED_HOSTS", [])
@@ -125,6 +136,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, so its process_exception sees a view's lock error first.
+    "sessions_app.middleware.DatabaseBusyMiddleware",
 ]
 if TEAM_MODE:
     MIDDLEWARE.insert(
@@ -169,6 +182,11 @@ TEMPLATES = [
 
 if os.environ.get("DATABASE_URL"):
     DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60)}
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # PostgreSQL waits for a lock forever by default; wait as long as SQLite does.
+        options = DATABASES["default"].setdefault("OPTIONS", {})
+        wait = f"-c lock_timeout={DB_TIMEOUT * 1000}"
+        options["options"] = f"{options.get('options', '')} {wait}".strip()
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
@@ -180,7 +198,7 @@ else:
                 # writer take the lock up front instead of failing half-way.
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
                 "transaction_mode": "IMMEDIATE",
-                "timeout": 20,
+                "timeout": DB_TIMEOUT,
             },
             # A file, not shared-cache memory, so tests see the same locking as
             # the real thing when threads write at once.

@@ -1,6 +1,16 @@
-"""The family tree of sessions (branches, forks, rewind backups) as an SVG."""
+"""The family tree of sessions (branches, forks, rewind backups) as an SVG.
+
+The parent links come from the files (`forkedFrom`), so they can be anything: a
+chain a thousand forks deep, or a cycle. Every walk here is iterative and visits
+a session once, and the drawing is bounded: the way from the root to the current
+session keeps its first and last boxes, and an ellipsis box stands for what is
+left out there, below the deepest column and past the box budget.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import pairwise
 
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -9,6 +19,9 @@ from django.utils.safestring import SafeString, mark_safe
 from .models import Session
 
 NODE_W, NODE_H, GAP_X, GAP_Y = 230, 44, 60, 16
+MAX_CHAIN = 8  # boxes from the root down to the current session
+MAX_DEPTH = 12  # columns
+MAX_BOXES = 120  # sessions drawn besides that way down
 KIND_LABELS = {
     "branch": "branch",
     "fork": "fork at turn {turn}",
@@ -17,85 +30,182 @@ KIND_LABELS = {
 }
 
 
+@dataclass(slots=True)
+class Box:
+    """One box of the drawing: a session (`pk`), or an ellipsis for `hidden` sessions."""
+
+    pk: int | None
+    hidden: int = 0
+    children: list[Box] = field(default_factory=list)
+
+
 def split_label(session: Session) -> str:
     """How a session came from its parent, e.g. "fork at turn 4"."""
     label = KIND_LABELS.get(session.kind, "")
     return label.format(turn=session.fork_turn or "?") if label else "original"
 
 
-def lineage_svg(family: list[Session], *, current: Session) -> SafeString:
-    """Draw `family` (a root first, then descendants) left to right."""
-    by_parent: dict[int | None, list[Session]] = {}
-    ids = {s.pk for s in family}
-    for s in family:
-        parent = s.parent_id if s.parent_id in ids else None
-        by_parent.setdefault(parent, []).append(s)
-    positions: dict[int, tuple[int, int]] = {}
-    row = 0
+def family_boxes(parent_of: dict[int, int], current: int) -> Box:
+    """The bounded drawing of the family of `current`, given every child -> parent link."""
+    children: dict[int, list[int]] = {}
+    for child, parent in sorted(parent_of.items()):
+        children.setdefault(parent, []).append(child)
+    chain = [current]
+    seen = {current}
+    while (parent := parent_of.get(chain[-1])) is not None and parent not in seen:
+        chain.append(parent)
+        seen.add(parent)
+    chain.reverse()
+    kids, size = _tree(chain[0], children)
 
-    def place(node: Session, depth: int) -> None:
-        nonlocal row
-        positions[node.pk] = (depth, row)
-        kids = by_parent.get(node.pk, [])
-        if not kids:
-            row += 1
-        for kid in kids:
-            place(kid, depth + 1)
+    root = Box(chain[0])
+    # The way down to `current`: each kept box's next one on that way.
+    next_on_chain: dict[int, tuple[int, Box]] = {}
+    boxes = {chain[0]: root}
+    if len(chain) > MAX_CHAIN:
+        tail = chain[-(MAX_CHAIN - 2) :]
+        cut = Box(None, hidden=size[chain[1]] - size[tail[0]])
+        next_on_chain[chain[0]] = (chain[1], cut)
+        boxes[tail[0]] = Box(tail[0])
+        cut.children.append(boxes[tail[0]])
+    else:
+        tail = chain
+    for upper, lower in pairwise(tail):
+        boxes[lower] = Box(lower)
+        next_on_chain[upper] = (lower, boxes[lower])
 
-    for root in by_parent.get(None, []):
-        place(root, 0)
-    width = (max(d for d, _ in positions.values()) + 1) * (NODE_W + GAP_X)
-    height = max(row, 1) * (NODE_H + GAP_Y)
+    budget = MAX_BOXES
+    stack = [(chain[0], root, 0)]
+    if len(chain) > MAX_CHAIN:
+        stack.append((tail[0], boxes[tail[0]], 2))
+    while stack:
+        pk, box, depth = stack.pop()
+        on_chain = next_on_chain.get(pk)
+        hidden = 0
+        expand = []
+        for kid in kids.get(pk, ()):
+            if on_chain and kid == on_chain[0]:
+                box.children.append(on_chain[1])
+                if on_chain[1].pk is not None:
+                    expand.append((kid, on_chain[1], depth + 1))
+            elif depth + 1 >= MAX_DEPTH or budget <= 0:
+                hidden += size[kid]
+            else:
+                budget -= 1
+                kid_box = Box(kid)
+                box.children.append(kid_box)
+                expand.append((kid, kid_box, depth + 1))
+        if hidden:
+            box.children.append(Box(None, hidden=hidden))
+        stack.extend(reversed(expand))
+    return root
 
-    def xy(s: Session) -> tuple[int, int]:
-        depth, r = positions[s.pk]
-        return depth * (NODE_W + GAP_X) + 4, r * (NODE_H + GAP_Y) + 4
 
+def _tree(root: int, children: dict[int, list[int]]) -> tuple[dict[int, list[int]], dict[int, int]]:
+    """Children and subtree sizes of the tree under `root`, each session visited once."""
+    kids: dict[int, list[int]] = {}
+    order = [root]
+    visited = {root}
+    stack = [root]
+    while stack:
+        pk = stack.pop()
+        mine = [kid for kid in children.get(pk, ()) if kid not in visited]
+        visited.update(mine)
+        kids[pk] = mine
+        order.extend(mine)
+        stack.extend(mine)
+    size: dict[int, int] = {}
+    for pk in reversed(order):
+        size[pk] = 1 + sum(size[kid] for kid in kids[pk])
+    return kids, size
+
+
+def box_pks(root: Box) -> set[int]:
+    """Every session drawn."""
+    found: set[int] = set()
+    stack = [root]
+    while stack:
+        box = stack.pop()
+        if box.pk is not None:
+            found.add(box.pk)
+        stack.extend(box.children)
+    return found
+
+
+def lineage_svg(root: Box, sessions: dict[int, Session], *, current: Session) -> SafeString:
+    """Draw the boxes under `root` left to right, one column per generation."""
+    placed: list[tuple[Box, int, int]] = []
     edges = []
-    for s in family:
-        if s.parent_id in positions:
-            px, py = xy(next(p for p in family if p.pk == s.parent_id))
-            cx, cy = xy(s)
-            x1, y1, x2, y2 = px + NODE_W, py + NODE_H // 2, cx, cy + NODE_H // 2
+    row = 0
+    stack: list[tuple[Box, int, tuple[int, int] | None]] = [(root, 0, None)]
+    while stack:
+        box, depth, parent_xy = stack.pop()
+        x, y = depth * (NODE_W + GAP_X) + 4, row * (NODE_H + GAP_Y) + 4
+        placed.append((box, x, y))
+        if parent_xy is not None:
+            x1, y1, x2, y2 = parent_xy[0] + NODE_W, parent_xy[1] + NODE_H // 2, x, y + NODE_H // 2
             mid = (x1 + x2) // 2
             edges.append((x1, y1, mid, y1, mid, y2, x2, y2))
+        if not box.children:
+            row += 1
+        stack.extend((kid, depth + 1, (x, y)) for kid in reversed(box.children))
+    width = max(x for _, x, _ in placed) + NODE_W + 4
+    height = max(row, 1) * (NODE_H + GAP_Y)
+
     nodes = []
-    for s in family:
-        x, y = xy(s)
-        title = s.title or str(s.session_id)
-        nodes.append(
-            (
-                reverse("sessions:session_detail", args=[s.session_id]),
-                "node current" if s.pk == current.pk else f"node {s.kind or 'original'}",
-                x,
-                y,
-                x + 10,
-                y + 18,
-                title if len(title) <= 30 else title[:29] + "…",
-                x + 10,
-                y + 35,
-                f"{split_label(s)} · {s.turn_count} turns",
-                title,
-            )
-        )
+    for box, x, y in placed:
+        session = sessions.get(box.pk) if box.pk is not None else None
+        if session is None:
+            nodes.append(_ellipsis(box, x, y))
+        else:
+            nodes.append(_node(session, x, y, current=session.pk == current.pk))
     edge_html = format_html_join("", '<path class="edge" d="M{} {} C{} {} {} {} {} {}"/>', edges)
-    node_html = format_html_join(
-        "",
-        '<a href="{}" class="{}"><rect x="{}" y="{}" width="'
-        + str(NODE_W)
-        + '" height="'
-        + str(NODE_H)
-        + '" rx="6"/><text x="{}" y="{}" class="title">{}</text>'
-        '<text x="{}" y="{}" class="meta">{}</text><title>{}</title></a>',
-        nodes,
-    )
     return format_html(
         '<svg class="lineage" xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" '
         'viewBox="0 0 {} {}" role="img" aria-label="Session family tree">{}{}</svg>',
-        width + 8,
+        width + 4,
         height + 8,
-        width + 8,
+        width + 4,
         height + 8,
         mark_safe(edge_html),  # noqa: S308 (built by format_html_join)
-        mark_safe(node_html),  # noqa: S308 (built by format_html_join)
+        mark_safe("".join(nodes)),  # noqa: S308 (each built by format_html)
+    )
+
+
+def _node(session: Session, x: int, y: int, *, current: bool) -> str:
+    title = session.title or str(session.session_id)
+    return format_html(
+        '<a href="{}" class="{}"><rect x="{}" y="{}" width="{}" height="{}" rx="6"/>'
+        '<text x="{}" y="{}" class="title">{}</text>'
+        '<text x="{}" y="{}" class="meta">{}</text><title>{}</title></a>',
+        reverse("sessions:session_detail", args=[session.session_id]),
+        "node current" if current else f"node {session.kind or 'original'}",
+        x,
+        y,
+        NODE_W,
+        NODE_H,
+        x + 10,
+        y + 18,
+        title if len(title) <= 30 else title[:29] + "…",
+        x + 10,
+        y + 35,
+        f"{split_label(session)} · {session.turn_count} turns",
+        title,
+    )
+
+
+def _ellipsis(box: Box, x: int, y: int) -> str:
+    count = max(box.hidden, 1)
+    return format_html(
+        '<g class="node more"><rect x="{}" y="{}" width="{}" height="{}" rx="6" '
+        'stroke-dasharray="4 3"/><text x="{}" y="{}" class="meta">… {} more session{} '
+        "not drawn</text></g>",
+        x,
+        y,
+        NODE_W,
+        NODE_H,
+        x + 10,
+        y + 27,
+        f"{count:,}",
+        "" if count == 1 else "s",
     )

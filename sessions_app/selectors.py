@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -11,8 +12,10 @@ from django.db.models import Count, Prefetch, Q, QuerySet
 
 from .conversation import Node, analyse
 from .formats import COMMAND, PROMPT, QWEN, claude, qwen
+from .lineage import Box, box_pks, family_boxes
 from .models import Project, Record, Session
 from .resume import resume_command
+from .services.roots import UnsafePath, open_regular
 from .transcript import RawRecord
 
 PAGE_TURNS = 20
@@ -85,27 +88,106 @@ def transcript_records(
     return _with_data(session, rows.order_by("line"))
 
 
-def branch_records(session: Session, leaf_uuid: str) -> tuple[list[RawRecord], int]:
-    """The records of the branch that ends at `leaf_uuid` (an abandoned one), numbered."""
-    rows = list(session.records.order_by("line"))
-    nodes = [
-        Node(
-            r.line,
-            r.uuid or None,
-            r.parent_uuid or None,
-            r.kind,
-            r.timestamp,
-            r.sidechain,
-            r.logical_parent_uuid or None,
-            r.text or None,
+@dataclass(slots=True)
+class Branch:
+    """An abandoned branch: turns 1..`shared` as on the active branch, then its own records."""
+
+    leaf_uuid: str
+    shared: int
+    turns: int
+    rows: dict[int, tuple[int | None, bool]]  # line -> (turn, on this branch), past `shared`
+
+
+def abandoned_branch(session: Session, leaf_uuid: str) -> Branch | None:
+    """The abandoned branch ending at record `leaf_uuid`; None if none of this session does.
+
+    Only the graph columns of the records from the prompt of the turn it split off
+    at down to its leaf are read: the turns before that are the active branch's own.
+    """
+    entry = next((b for b in session.abandoned if b.get("leaf_uuid") == leaf_uuid), None)
+    if entry is None:
+        return None
+    leaf_line = (
+        session.records.filter(uuid=leaf_uuid, sidechain=False)
+        .order_by("line")
+        .values_list("line", flat=True)
+        .first()
+    )
+    if leaf_line is None:
+        return None
+    split = max(int(entry.get("at_turn") or 1) - 1, 0)
+    start = None
+    if split:
+        start = (
+            session.records.filter(turn=split, active=True, kind__in=[PROMPT, COMMAND])
+            .order_by("line")
+            .values_list("line", flat=True)
+            .first()
         )
-        for r in rows
+    if start is not None and start <= leaf_line:
+        branch = _branch_between(session, leaf_uuid, start, leaf_line, shared=split - 1)
+        if branch is not None:
+            return branch
+    # The walk up from the leaf left that range (a damaged file): read all up to the leaf.
+    return _branch_between(session, leaf_uuid, 0, leaf_line, shared=0)
+
+
+def _branch_between(
+    session: Session, leaf_uuid: str, start: int, end: int, *, shared: int
+) -> Branch | None:
+    rows = session.records.filter(line__gte=start, line__lte=end).order_by("line")
+    nodes = [
+        Node(line, u or None, p or None, kind, ts, side, lp or None, text or None)
+        for line, u, p, kind, ts, side, lp, text in rows.values_list(
+            "line",
+            "uuid",
+            "parent_uuid",
+            "kind",
+            "timestamp",
+            "sidechain",
+            "logical_parent_uuid",
+            "text",
+        )
     ]
     analysis = analyse(nodes, session.agent, leaf_uuid=leaf_uuid)
-    for i, row in enumerate(rows):
-        row.turn, row.active = analysis.turn[i], analysis.active[i]
-    picked = [r for r in rows if r.active]
-    return _with_data(session, picked), analysis.turn_count
+    if start and analysis.prompt_lines[:1] != [0]:
+        return None  # the walk up from the leaf did not end at the range's first prompt
+    turns = {
+        node.line: (None if turn is None else turn + shared, active)
+        for node, turn, active in zip(nodes, analysis.turn, analysis.active, strict=True)
+    }
+    return Branch(leaf_uuid, shared, shared + analysis.turn_count, turns)
+
+
+def branch_records(
+    session: Session, branch: Branch, *, first_turn: int, last_turn: int, show_all: bool = False
+) -> list[RawRecord]:
+    """The records of turns first..last of an abandoned branch, as `transcript_records`."""
+    records: list[RawRecord] = []
+    if first_turn <= branch.shared:
+        records = transcript_records(
+            session,
+            first_turn=first_turn,
+            last_turn=min(last_turn, branch.shared),
+            show_all=show_all,
+        )
+    low = max(first_turn, branch.shared + 1)
+    picked = {
+        line: place
+        for line, place in branch.rows.items()
+        if (place[0] is not None and low <= place[0] <= last_turn and (place[1] or show_all))
+        or (place[0] is None and place[1] and show_all and low <= 1)
+    }
+    if not picked:
+        return records
+    page = []
+    for row in session.records.filter(line__gte=min(picked), line__lte=max(picked)).order_by(
+        "line"
+    ):
+        if row.line in picked:
+            row.turn, row.active = picked[row.line]
+            page.append(row)
+    return records + _with_data(session, page)
 
 
 def record_at(session: Session, line: int) -> RawRecord | None:
@@ -117,8 +199,8 @@ def record_at(session: Session, line: int) -> RawRecord | None:
 
 def _with_data(session: Session, rows: Iterable[Record]) -> list[RawRecord]:
     try:
-        f = open(session.path, "rb")  # noqa: SIM115 (closed below)
-    except OSError:
+        f = open_regular(session.path, root=session.project.root)
+    except (OSError, UnsafePath):
         return [_raw(row, None) for row in rows]
     with f:
         return [_raw(row, _load(f, row.offset, row.length)) for row in rows]
@@ -158,24 +240,14 @@ def subagents_of(session: Session) -> dict[str, Session]:
     return out
 
 
-def lineage_of(session: Session) -> list[Session]:
-    """Every session in the family of `session`: its root and all descendants."""
-    root = session
-    ancestors = {root.pk}
-    while root.parent_id and root.parent_id not in ancestors:
-        root = Session.objects.get(pk=root.parent_id)
-        ancestors.add(root.pk)
-    seen = {root.pk}
-    family = [root]
-    frontier = [root.pk]
-    while frontier:
-        children = list(
-            Session.objects.filter(parent_id__in=frontier).exclude(pk__in=seen).order_by("id")
-        )
-        seen.update(c.pk for c in children)
-        family.extend(children)
-        frontier = [c.pk for c in children]
-    return family
+def lineage_of(session: Session) -> tuple[Box, dict[int, Session]]:
+    """The family of `session` as bounded boxes to draw, and the sessions they show."""
+    parent_of = dict(Session.objects.filter(parent__isnull=False).values_list("pk", "parent_id"))
+    root = family_boxes(parent_of, session.pk)
+    sessions = Session.objects.filter(pk__in=box_pks(root)).only(
+        "session_id", "title", "kind", "fork_turn", "turn_count", "parent_id"
+    )
+    return root, {s.pk: s for s in sessions}
 
 
 def turn_prompt_text(session: Session, turn: int) -> str:
@@ -190,10 +262,10 @@ def turn_prompt_text(session: Session, turn: int) -> str:
         return ""
     offset, length, text = record
     try:
-        with open(session.path, "rb") as f:
+        with open_regular(session.path, root=session.project.root) as f:
             f.seek(offset)
             data = orjson.loads(f.read(length))
-    except (OSError, orjson.JSONDecodeError):
+    except (OSError, UnsafePath, orjson.JSONDecodeError):
         return text
     reader = qwen if session.agent == QWEN else claude
     return reader.message_text(data.get("message")) if isinstance(data, dict) else text
@@ -253,7 +325,8 @@ def undo_available(session: Session) -> bool:
     if not state:
         return False
     try:
-        stat = Path(session.path).stat()
+        # lstat: a link put in the file's place is not the file the rewind left.
+        stat = Path(session.path).lstat()
     except OSError:
         return False
     return (stat.st_size, stat.st_mtime_ns) == (state.get("size"), state.get("mtime_ns"))

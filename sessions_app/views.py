@@ -8,16 +8,19 @@ import uuid
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from . import exporting, selectors
 from .lineage import lineage_svg
 from .models import Project, Session
 from .permissions import can_write
 from .resume import resume_command
+from .services.roots import UnsafePath, open_regular
 from .transcript import build_turns
 
 AGENT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# Record ids are UUIDs in both CLIs; a damaged or hand-made file may hold others.
+LEAF_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 
 
 def _session(session_id: uuid.UUID) -> Session:
@@ -38,7 +41,7 @@ def _search(request: HttpRequest) -> str:
     return request.GET.get("q", "").replace("\x00", "").strip()[:200]
 
 
-@require_GET
+@require_safe
 def project_list(request: HttpRequest) -> HttpResponse:
     """Every project, most recently active first, with a filter box."""
     query = _search(request)
@@ -49,7 +52,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
     return render(request, template, {"projects": projects, "query": query})
 
 
-@require_GET
+@require_safe
 def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """The sessions of one project: sorted, filtered, paginated."""
     project = get_object_or_404(Project, pk=pk)
@@ -71,38 +74,40 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, template, context)
 
 
-@require_GET
+@require_safe
 def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
-    """The transcript: the active branch, a page of turns at a time."""
+    """The transcript: the active branch (or an abandoned one), a page of turns at a time."""
     session = _session(session_id)
     show_all = request.GET.get("all") == "1"
-    after = _int(request.GET.get("after"), 0, high=session.turn_count)
     leaf = request.GET.get("leaf", "")
-    branch_turns = None
+    branch = None
     if leaf:
-        records, branch_turns = selectors.branch_records(session, leaf[:64])
-        turns = build_turns(records, session.agent, show_all=show_all)
-        next_after = None
+        branch, refusal = _abandoned_branch(request, session, leaf)
+        if refusal is not None:
+            return refusal
+    total = branch.turns if branch else session.turn_count
+    after = _int(request.GET.get("after"), 0, high=total)
+    last = after + selectors.PAGE_TURNS
+    page = {"first_turn": after + 1, "last_turn": last, "show_all": show_all}
+    if branch:
+        records = selectors.branch_records(session, branch, **page)
     else:
-        last = after + selectors.PAGE_TURNS
-        records = selectors.transcript_records(
-            session, first_turn=after + 1, last_turn=last, show_all=show_all
-        )
-        turns = build_turns(records, session.agent, show_all=show_all)
-        next_after = last if last < session.turn_count else None
+        records = selectors.transcript_records(session, **page)
+    turns = build_turns(records, session.agent, show_all=show_all)
+    if not branch:
         by_turn: dict[int, list[dict]] = {}
-        for branch in session.abandoned:
-            by_turn.setdefault(branch["at_turn"], []).append(branch)
+        for abandoned in session.abandoned:
+            by_turn.setdefault(abandoned["at_turn"], []).append(abandoned)
         for turn in turns:
             turn.abandoned = by_turn.get(turn.number, [])
             turn.leaving = session.turn_count - (turn.number or 0) + 1
     context = {
         "session": session,
         "turns": turns,
-        "next_after": next_after,
+        "next_after": last if last < total else None,
         "show_all": show_all,
         "leaf": leaf,
-        "branch_turns": branch_turns,
+        "branch_turns": total,
         "resume_command": resume_command(session),
         "subagents": selectors.subagents_of(session),
         "can_write": can_write(request.user),
@@ -117,7 +122,21 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     return render(request, template, context)
 
 
-@require_GET
+def _abandoned_branch(
+    request: HttpRequest, session: Session, leaf: str
+) -> tuple[selectors.Branch | None, HttpResponse | None]:
+    """The branch `?leaf=` names, or the page that says why it names none (400, 404)."""
+    if not LEAF_RE.fullmatch(leaf):
+        error, status = "leaf must be a record id (a UUID: letters, digits, dashes)", 400
+    elif (branch := selectors.abandoned_branch(session, leaf)) is None:
+        error, status = f"no abandoned branch of this session ends at record {leaf}", 404
+    else:
+        return branch, None
+    context = {"error": error, "session": session}
+    return None, render(request, "sessions_app/action_error.html", context, status=status)
+
+
+@require_safe
 def record_output(request: HttpRequest, session_id: uuid.UUID, line: int) -> HttpResponse:
     """The whole output of one record, for "show all" on a cut one."""
     session = _session(session_id)
@@ -129,7 +148,7 @@ def record_output(request: HttpRequest, session_id: uuid.UUID, line: int) -> Htt
     return render(request, "sessions_app/record_output.html", {"items": items})
 
 
-@require_GET
+@require_safe
 def subagent(request: HttpRequest, session_id: uuid.UUID, agent_id: str) -> HttpResponse:
     """A subagent's transcript, loaded into its call when opened."""
     session = _session(session_id)
@@ -144,24 +163,25 @@ def subagent(request: HttpRequest, session_id: uuid.UUID, agent_id: str) -> Http
     return render(request, "sessions_app/transcript.html#turn-list", context)
 
 
-@require_GET
+@require_safe
 def lineage(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
-    """The family tree of a session, drawn as SVG."""
+    """The family tree of a session, drawn as SVG (bounded, whatever the files say)."""
     session = _session(session_id)
-    family = selectors.lineage_of(session)
-    svg = lineage_svg(family, current=session)
+    root, sessions = selectors.lineage_of(session)
+    svg = lineage_svg(root, sessions, current=session)
     return render(request, "sessions_app/lineage.html", {"session": session, "svg": svg})
 
 
-@require_GET
+@require_safe
 def export(request: HttpRequest, session_id: uuid.UUID, fmt: str) -> HttpResponse:
     """Download a session: its JSONL byte for byte, Markdown, or one HTML page."""
     session = _session(session_id)
     name = f"{session.session_id}"
     if fmt == "jsonl":
         try:
-            f = open(session.path, "rb")  # noqa: SIM115 (FileResponse closes it)
-        except OSError:
+            f = open_regular(session.path, root=session.project.root)
+        except (OSError, UnsafePath):
+            # A link or a FIFO planted in a root must never be served.
             raise Http404("the session file is gone") from None
         return FileResponse(f, as_attachment=True, filename=f"{name}.jsonl")
     if fmt == "md":

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import configparser
+import http.client
 import os
 import shutil
 import socket
+import sqlite3
+import ssl
 import subprocess
 import sys
 import time
@@ -122,7 +125,7 @@ def test_env_example_documents_every_setting() -> None:
     assert used <= documented, used - documented
 
 
-def test_nginx_site_is_valid(tmp_path: Path) -> None:
+def _nginx() -> str:
     nginx = shutil.which("nginx") or (
         "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
     )
@@ -130,6 +133,11 @@ def test_nginx_site_is_valid(tmp_path: Path) -> None:
         pytest.skip(
             "nginx is not installed (apt-get install nginx-light) so its site cannot be checked"
         )
+    return nginx
+
+
+def _certificate(tmp_path: Path) -> tuple[Path, Path]:
+    """A throwaway self-signed certificate and its key."""
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
         [
@@ -152,6 +160,12 @@ def test_nginx_site_is_valid(tmp_path: Path) -> None:
         capture_output=True,
         timeout=60,
     )
+    return cert, key
+
+
+def test_nginx_site_is_valid(tmp_path: Path) -> None:
+    nginx = _nginx()
+    cert, key = _certificate(tmp_path)
     site = (DEPLOY / "nginx-branchboard.conf").read_text()
     site = site.replace("/etc/letsencrypt/live/branchboard.example.com/fullchain.pem", str(cert))
     site = site.replace("/etc/letsencrypt/live/branchboard.example.com/privkey.pem", str(key))
@@ -167,3 +181,126 @@ def test_nginx_site_is_valid(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, what: str, log: Path) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            assert process.poll() is None, f"{what} exited: {log.read_text()}"
+            assert time.monotonic() < deadline, f"{what} did not listen in 30 s"
+            time.sleep(0.1)
+
+
+def _site_behind(app_port: int, https_port: int, http_port: int, cert: Path, key: Path) -> str:
+    """The shipped site, moved to loopback test ports; each edit must find its target."""
+    site = (DEPLOY / "nginx-branchboard.conf").read_text()
+    edits = {
+        "server 127.0.0.1:8000": f"server 127.0.0.1:{app_port}",
+        "listen 443 ssl http2;": f"listen 127.0.0.1:{https_port} ssl http2;",
+        "listen 80;": f"listen 127.0.0.1:{http_port};",
+        "/etc/letsencrypt/live/branchboard.example.com/fullchain.pem": str(cert),
+        "/etc/letsencrypt/live/branchboard.example.com/privkey.pem": str(key),
+    }
+    for old, new in edits.items():
+        assert site.count(old) == 1, f"the site no longer has {old!r}"
+        site = site.replace(old, new)
+    return "\n".join(line for line in site.splitlines() if "listen [::]" not in line)
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted-proxy", "no-trusted-proxy"])
+def test_audit_log_records_the_client_address_through_nginx(tmp_path: Path, trusted: bool) -> None:
+    """A write through the shipped nginx site, from 127.0.0.7, with a forged header."""
+    nginx = _nginx()
+    cert, key = _certificate(tmp_path)
+    roots = tmp_path / "roots"
+    folder = roots / "-home-dev-code-webapp"
+    folder.mkdir(parents=True)
+    session_id = "d62afd75-12b1-4077-921c-1fa1eda79364"
+    shutil.copy(ROOT / "tests/fixtures/cli/claude" / folder.name / f"{session_id}.jsonl", folder)
+    env = _env(tmp_path)
+    env.update(
+        BRANCHBOARD_ROOTS=str(roots),
+        BRANCHBOARD_TRUSTED_PROXY="1" if trusted else "0",
+        BRANCHBOARD_WORKERS="1",
+    )
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+    subprocess.run([*manage, "import_sessions", "-v", "0"], cwd=ROOT, env=env, check=True)
+    token = subprocess.run(
+        [*manage, "create_api_token", "--name", "deploy-test"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+    app_port, https_port, http_port = _free_port(), _free_port(), _free_port()
+    (tmp_path / "site.conf").write_text(_site_behind(app_port, https_port, http_port, cert, key))
+    temp = "".join(
+        f"{kind}_temp_path {tmp_path}/{kind};\n"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    (tmp_path / "nginx.conf").write_text(
+        f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nworker_processes 1;\n"
+        f"events {{}}\nhttp {{\naccess_log off;\n{temp}include {tmp_path}/site.conf;\n}}\n"
+    )
+    logs = {name: (tmp_path / f"{name}.log").open("wb") for name in ("gunicorn", "nginx")}
+    gunicorn = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "branchboard.wsgi",
+            "-c",
+            str(DEPLOY / "gunicorn.conf.py"),
+            "--bind",
+            f"127.0.0.1:{app_port}",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=logs["gunicorn"],
+    )
+    proxy = subprocess.Popen(
+        [nginx, "-c", str(tmp_path / "nginx.conf"), "-p", str(tmp_path), "-g", "daemon off;"],
+        stdout=subprocess.DEVNULL,
+        stderr=logs["nginx"],
+    )
+    try:
+        _wait_for_port(app_port, gunicorn, "gunicorn", tmp_path / "gunicorn.log")
+        _wait_for_port(https_port, proxy, "nginx", tmp_path / "nginx.log")
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        client = http.client.HTTPSConnection(
+            "127.0.0.1", https_port, source_address=("127.0.0.7", 0), context=context, timeout=60
+        )
+        client.request(
+            "POST",
+            f"/api/sessions/{session_id}/fork",
+            body=b"{}",
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Content-Type": "application/json",
+                "X-Forwarded-For": "203.0.113.9",  # a client's try at naming itself
+            },
+        )
+        response = client.getresponse()
+        assert response.status == 201, response.read()
+        client.close()
+    finally:
+        proxy.terminate()
+        gunicorn.terminate()
+        proxy.wait(timeout=30)
+        gunicorn.wait(timeout=30)
+        for log in logs.values():
+            log.close()
+    with sqlite3.connect(tmp_path / "data" / "branchboard.sqlite3") as db:
+        addresses = [
+            row[0] for row in db.execute("SELECT remote_addr FROM sessions_app_auditentry")
+        ]
+    assert addresses == ["127.0.0.7" if trusted else "127.0.0.1"]

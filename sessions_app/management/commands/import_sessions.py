@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import logging
 import sys
+import time
+from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import close_old_connections, connection, connections
+from django.db.migrations.executor import MigrationExecutor
 from tqdm import tqdm
 
 from sessions_app.services.importing import ImportReport, sessions_import
+
+logger = logging.getLogger("branchboard.importer")
+# A failed pass (a database lock held too long, a bad file) is tried again after
+# FIRST_DELAY seconds, then twice as long each time, never longer than MAX_DELAY.
+FIRST_DELAY, MAX_DELAY = 1.0, 60.0
 
 
 class Command(BaseCommand):
@@ -29,25 +40,35 @@ class Command(BaseCommand):
         parser.add_argument(
             "--watch",
             action="store_true",
-            help="After the import, keep watching the roots and import what changes.",
+            help="Keep watching the roots and import what changes; errors are retried, "
+            "and logged to import.log in the data folder.",
         )
 
     def handle(self, *args: Any, roots: list[Path] | None, **options: Any) -> None:
+        self._migrate()
         if roots is None:
             # The defaults are optional: a machine may have only one of the CLIs.
             roots = [r for r in settings.SESSION_ROOTS if r.exists()] or list(
                 settings.SESSION_ROOTS
             )
-        show = not options["no_progress"] and sys.stderr.isatty()
-        self._report(self._import(roots, show))
         if options["watch"]:
             self._watch(roots)
-
-    def _import(self, roots: list[Path], show: bool) -> ImportReport:
+            return
+        show = not options["no_progress"] and sys.stderr.isatty()
         with tqdm(
             unit="B", unit_scale=True, desc="importing", disable=not show, leave=False
         ) as bar:
-            return sessions_import(roots=roots, progress=lambda _f, size: bar.update(size))
+            report = sessions_import(roots=roots, progress=lambda _f, size: bar.update(size))
+        self._report(report)
+
+    def _migrate(self) -> None:
+        """A fresh data folder has no tables yet: create them, as `make run` does."""
+        executor = MigrationExecutor(connection)
+        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        if plan:
+            call_command("migrate", interactive=False, verbosity=0)
+            name = connection.settings_dict["NAME"]
+            self.stdout.write(f"database {name}: applied {len(plan)} migrations")
 
     def _report(self, report: ImportReport) -> None:
         for error in report.errors:
@@ -57,14 +78,67 @@ class Command(BaseCommand):
     def _watch(self, roots: list[Path]) -> None:
         from watchfiles import watch
 
+        log = _log_to_file(Path(settings.IMPORT_LOG))
         existing = [str(r) for r in roots if r.is_dir()]
         if not existing:
-            self.stderr.write("nothing to watch: none of the roots exists")
+            logger.error("nothing to watch: none of %s exists", ", ".join(map(str, roots)))
             return
-        self.stdout.write(f"watching {', '.join(existing)} (Ctrl-C stops)")
-        # Files are only appended to while a CLI runs; a debounce of a second
-        # turns a burst of writes into one incremental import.
-        for _changes in watch(*existing, debounce=1000, rust_timeout=0, raise_interrupt=False):
-            report = self._import(roots, show=False)
-            if report.sessions or report.errors:
-                self._report(report)
+        self.stdout.write(f"branchboard: importer watching {', '.join(existing)}; log: {log}")
+        self.stdout.flush()
+        logger.info("watching %s", ", ".join(existing))
+        delay = 0.0
+        retry_at: float | None = time.monotonic()  # the first pass, at once
+        # Files are only appended to while a CLI runs; a debounce of a second turns
+        # a burst of writes into one incremental import. The one-second timeout
+        # wakes the loop for a retry when nothing changes.
+        timeout = {"rust_timeout": 1000, "yield_on_timeout": True}
+        for changes in watch(*existing, debounce=1000, raise_interrupt=False, **timeout):
+            if not changes and (retry_at is None or time.monotonic() < retry_at):
+                continue
+            if _import_pass(roots):
+                if delay:
+                    logger.info("import works again")
+                delay, retry_at = 0.0, None
+            else:
+                delay = min(max(delay * 2, FIRST_DELAY), MAX_DELAY)
+                retry_at = time.monotonic() + delay
+                logger.warning("import pass failed; trying again in %.0f s", delay)
+
+
+def _import_pass(roots: list[Path]) -> bool:
+    """One import of every root, logged; False when anything failed. Never raises."""
+    # A connection an earlier failure left broken (or PostgreSQL closed) is not reused.
+    close_old_connections()
+    try:
+        report = sessions_import(roots=roots)
+    except Exception:
+        logger.exception("import pass stopped by an error")
+        connections.close_all()
+        return False
+    for error in report.errors:
+        logger.warning(error)
+    if report.sessions or report.errors:
+        logger.info(report.summary())
+    return not report.errors
+
+
+class _OneLine(logging.Formatter):
+    """For the terminal: the message without its traceback (that goes to the log file)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        bare = {**record.__dict__, "exc_info": None, "exc_text": None, "stack_info": None}
+        return super().format(logging.makeLogRecord(bare))
+
+
+def _log_to_file(path: Path) -> Path:
+    """Send the importer's log to `path` (rotated), and its warnings to stderr too."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    to_file = RotatingFileHandler(path, maxBytes=1_000_000, backupCount=3, encoding="utf-8")
+    to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    to_terminal = logging.StreamHandler(sys.stderr)
+    to_terminal.setLevel(logging.WARNING)
+    to_terminal.setFormatter(_OneLine("branchboard importer: %(levelname)s: %(message)s"))
+    logger.handlers[:] = [to_file, to_terminal]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    return path

@@ -1,0 +1,68 @@
+"""A database lock held too long by another writer: "busy, try again", never a 500.
+
+SQLite lets one writer in at a time and PostgreSQL makes a writer wait for the
+rows or tables another transaction holds; both give up after the configured wait
+(`BRANCHBOARD_DB_TIMEOUT`) with an `OperationalError`. Nothing was changed then,
+so the honest answer is to try again: 503 with Retry-After for pages and the API
+(`{"error": ...}` like every API error), 409 for an htmx request, because the
+page's htmx shows a 4xx answer in place and drops a 5xx one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.db import OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
+
+logger = logging.getLogger(__name__)
+
+RETRY_AFTER = 5  # seconds
+MESSAGE = (
+    "The database is busy: another process holds a lock on it. "
+    "Nothing was changed; try again in a few seconds."
+)
+# PostgreSQL: lock_not_available (lock_timeout), query_canceled (statement_timeout),
+# deadlock_detected.
+LOCK_SQLSTATES = frozenset({"55P03", "57014", "40P01"})
+SQLITE_LOCK_MESSAGES = ("database is locked", "database table is locked")
+
+
+def is_lock_error(exc: BaseException) -> bool:
+    """Whether `exc` is a database giving up on a lock, not a real failure."""
+    if not isinstance(exc, OperationalError):
+        return False
+    sqlstate = getattr(exc.__cause__, "sqlstate", None)
+    if sqlstate is not None:
+        return sqlstate in LOCK_SQLSTATES
+    text = str(exc).lower()
+    return any(message in text for message in SQLITE_LOCK_MESSAGES)
+
+
+class DatabaseBusyMiddleware:
+    """Turn a view's lock error into "busy, try again" (see the module docstring)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not is_lock_error(exception):
+            return None
+        logger.warning("%s %s: database busy (%s)", request.method, request.path, exception)
+        if request.path.startswith("/api/"):
+            response: HttpResponse = JsonResponse({"error": MESSAGE}, status=503)
+        elif getattr(request, "htmx", False):
+            html = render_to_string("sessions_app/busy.html#busy-message", {"message": MESSAGE})
+            response = HttpResponse(html, status=409)
+        else:
+            # Rendered without the request: the page must not touch the database.
+            again = request.get_full_path() if request.method == "GET" else None
+            html = render_to_string("sessions_app/busy.html", {"message": MESSAGE, "again": again})
+            response = HttpResponse(html, status=503)
+        response["Retry-After"] = str(RETRY_AFTER)
+        return response
