@@ -10,6 +10,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
+from sessions_app.formats import agents
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -53,12 +55,13 @@ def env_list(name: str, default: list[str], sep: str = ",") -> list[str]:
 
 DATA_DIR = env_path("BRANCHBOARD_DATA_DIR", Path.home() / ".local" / "share" / "branchboard")
 
-# Session roots: folders holding Claude Code `projects/` or Qwen Code `projects/` layouts.
+# Session roots: folders holding an agent's `projects/` layout; by default each agent's
+# `~/<home folder>/projects` (`~/.claude/projects`, `~/.qwen/projects`).
 SESSION_ROOTS = [
     Path(p).expanduser()
     for p in env_list(
         "BRANCHBOARD_ROOTS",
-        [str(Path.home() / ".claude" / "projects"), str(Path.home() / ".qwen" / "projects")],
+        [str(Path.home() / a.home_folder / "projects") for a in agents()],
         sep=os.pathsep,
     )
 ]

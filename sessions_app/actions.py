@@ -2,7 +2,8 @@
 
 Each works as a plain form post that redirects (no JavaScript needed) and, with
 htmx, answers with a client redirect on success or the engine's message in place
-on failure. The engine's guards decide; nothing here writes a file itself.
+on failure. Inputs are checked by `services.branching.inputs`, as for the API and
+the commands; the engine's guards decide; nothing here writes a file itself.
 """
 
 from __future__ import annotations
@@ -11,41 +12,25 @@ import uuid
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from .models import Session
 from .permissions import require_write
+from .refusals import status_of
 from .resume import resume_command
-from .services.audit import audit_record
+from .services.audit import PAGE, actor_of_request, audit_record
 from .services.branching import (
     BranchError,
-    InvalidTurn,
     session_fork,
     session_rewind,
     session_rewind_undo,
 )
+from .services.branching.inputs import fork_input, rewind_input
 from .services.fresh_start import fresh_start
-
-MAX_TITLE = 300
-
-
-def _session(session_id: uuid.UUID) -> Session:
-    return get_object_or_404(
-        Session.objects.listed().select_related("project", "parent"), session_id=session_id
-    )
-
-
-def _turn(value: str | None) -> int | None:
-    """A turn number from a form or query; None when absent, refused when not a whole number."""
-    if value in (None, ""):
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise InvalidTurn(f"turn must be a whole number, not {value[:40]!r}") from None
+from .views import session_or_404
 
 
 def _done(request: HttpRequest, url: str) -> HttpResponse:
@@ -60,7 +45,7 @@ def _failed(request: HttpRequest, session: Session, error: BranchError) -> HttpR
         if request.htmx:
             template += "#action-error"
         context = {"error": error, "session": session}
-        return render(request, template, context, status=error.status)
+        return render(request, template, context, status=status_of(error))
     messages.error(request, str(error))
     return redirect(reverse("sessions:session_detail", args=[session.session_id]))
 
@@ -69,25 +54,28 @@ def _failed(request: HttpRequest, session: Session, error: BranchError) -> HttpR
 @require_write
 def fork(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Branch the whole session (no turn), fork from a turn, or edit & fork before it."""
-    session = _session(session_id)
-    before = request.POST.get("mode") == "before"
-    title = request.POST.get("title", "").strip()[:MAX_TITLE] or None
+    session = session_or_404(session_id)
     try:
-        turn = _turn(request.POST.get("turn"))
-        if before and turn is None:
-            raise BranchError("edit & fork needs a turn")
-        if before and turn == 1:
+        asked = fork_input(
+            turn=request.POST.get("turn"),
+            include_turn=request.POST.get("mode") != "before",
+            title=request.POST.get("title", "").strip() or None,
+        )
+        if asked.fresh_start:
             return _fresh_start(request, session)
-        new = session_fork(session=session, turn=turn, include_turn=not before, title=title)
+        new = session_fork(
+            session=session, turn=asked.turn, include_turn=asked.include_turn, title=asked.title
+        )
     except BranchError as error:
         return _failed(request, session, error)
-    audit_record(request=request, action=new.kind, session=session, result=new, turn=turn)
+    actor = actor_of_request(request, origin=PAGE)
+    audit_record(actor=actor, action=new.kind, session=session, result=new, turn=asked.turn)
     messages.success(
         request,
         f"Created “{new.title}” ({new.session_id}). Resume it with: {resume_command(new)}",
     )
     url = reverse("sessions:session_detail", args=[new.session_id])
-    if before:
+    if not asked.include_turn:
         url += "?edit=1"
     return _done(request, url)
 
@@ -105,12 +93,10 @@ def _fresh_start(request: HttpRequest, session: Session) -> HttpResponse:
 @require_write
 def rewind(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """GET: the confirmation; POST: rewind so the CLI resumes after turn N-1."""
-    session = _session(session_id)
+    session = session_or_404(session_id)
     form = request.GET if request.method == "GET" else request.POST
     try:
-        turn = _turn(form.get("turn"))
-        if turn is None:
-            raise BranchError("rewind needs a turn")
+        turn = rewind_input(turn=form.get("turn"))
         if request.method == "GET":
             leaving = session.turn_count - turn + 1
             context = {"session": session, "turn": turn, "leaving": leaving}
@@ -119,7 +105,8 @@ def rewind(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     except BranchError as error:
         return _failed(request, session, error)
     backup = rewound.rewind_undo.get("backup_id")
-    audit_record(request=request, action="rewind", session=rewound, result=None, turn=turn)
+    actor = actor_of_request(request, origin=PAGE)
+    audit_record(actor=actor, action="rewind", session=rewound, result=None, turn=turn)
     kept = f" The old history is kept in session {backup}." if backup else ""
     messages.success(request, f"Rewound to turn {turn}: {rewound.turn_count} turn(s) now.{kept}")
     return _done(request, reverse("sessions:session_detail", args=[rewound.session_id]))
@@ -129,11 +116,12 @@ def rewind(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
 @require_write
 def rewind_undo(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Undo the last rewind, while the session has not changed since."""
-    session = _session(session_id)
+    session = session_or_404(session_id)
     try:
         restored = session_rewind_undo(session=session)
     except BranchError as error:
         return _failed(request, session, error)
-    audit_record(request=request, action="rewind_undo", session=restored, result=None, turn=None)
+    actor = actor_of_request(request, origin=PAGE)
+    audit_record(actor=actor, action="rewind_undo", session=restored, result=None, turn=None)
     messages.success(request, f"Rewind undone: {restored.turn_count} turn(s) again.")
     return _done(request, reverse("sessions:session_detail", args=[restored.session_id]))

@@ -24,23 +24,16 @@ from . import selectors
 from .api_schema import OPENAPI
 from .models import ApiToken, Session
 from .permissions import WRITE_PERMISSION
-from .services.audit import audit_record
+from .refusals import BodyTooLarge, LengthRequired, status_of
+from .services.audit import API, actor_of_request, audit_record
 from .services.branching import (
     BranchError,
-    InvalidTurn,
     session_fork,
     session_rewind,
     session_rewind_undo,
 )
+from .services.branching.inputs import fork_input, rewind_input
 from .services.fresh_start import fresh_start
-
-
-class BodyTooLarge(BranchError):
-    status = 413
-
-
-class LengthRequired(BranchError):
-    status = 411
 
 
 def _error(status: int, message: str) -> JsonResponse:
@@ -96,26 +89,17 @@ def token_required(*, write: bool) -> Callable:
                 return _error(403, "this token's user may not branch, fork or rewind")
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
             request.api_token = token
-            session = _session(session_id)
+            session = selectors.listed_session(session_id)
             if session is None:
                 return _error(404, f"no session {session_id}")
             try:
                 return view(request, session)
             except BranchError as exc:
-                return _error(exc.status, str(exc))
+                return _error(status_of(exc), str(exc))
 
         return wrapped
 
     return decorate
-
-
-def _session(session_id: uuid.UUID) -> Session | None:
-    return (
-        Session.objects.listed()
-        .select_related("project", "parent")
-        .filter(session_id=session_id)
-        .first()
-    )
 
 
 def _body(request: HttpRequest) -> dict:
@@ -139,17 +123,6 @@ def _body(request: HttpRequest) -> dict:
     if not isinstance(data, dict):
         raise BranchError("the request body must be a JSON object")
     return data
-
-
-def _turn_field(data: dict, *, required: bool) -> int | None:
-    turn = data.get("turn")
-    if turn is None and not required:
-        return None
-    if isinstance(turn, bool) or not isinstance(turn, int):
-        # The same words as the pages and the commands; a JSON string shows as 'abc'.
-        shown = repr(turn[:40]) if isinstance(turn, str) else orjson.dumps(turn).decode()[:40]
-        raise InvalidTurn(f"turn must be a whole number, not {shown}")
-    return turn
 
 
 def session_json(session: Session, *, turns: bool = False) -> dict:
@@ -181,26 +154,21 @@ def session_fork_view(request: HttpRequest, session: Session) -> HttpResponse:
     that starts a new session for `{"turn": 1, "include_turn": false}` (nothing to keep).
     """
     data = _body(request)
-    turn = _turn_field(data, required=False)
-    include = data.get("include_turn", True)
-    if not isinstance(include, bool):
-        raise BranchError("include_turn must be true or false")
-    if not include and turn is None:
-        raise InvalidTurn("include_turn needs a turn: the turn whose prompt to edit")
-    title = data.get("title")
-    if title is not None and (not isinstance(title, str) or len(title) > 300):
-        raise BranchError("title must be a string of at most 300 characters")
-    if not include and turn == 1:
+    asked = fork_input(
+        turn=data.get("turn"), include_turn=data.get("include_turn", True), title=data.get("title")
+    )
+    if asked.fresh_start:
         start = fresh_start(session=session)
         body = {"session_id": None, "turn": start.turn, "prompt": start.prompt}
         return JsonResponse({**body, "command": start.command})
-    new = session_fork(session=session, turn=turn, include_turn=include, title=title or None)
-    audit_record(
-        request=request, action=new.kind, session=session, result=new, turn=turn, via="api"
+    new = session_fork(
+        session=session, turn=asked.turn, include_turn=asked.include_turn, title=asked.title
     )
+    actor = actor_of_request(request, origin=API)
+    audit_record(actor=actor, action=new.kind, session=session, result=new, turn=asked.turn)
     body = session_json(new)
-    if not include and turn is not None:
-        body["prompt"] = selectors.turn_prompt_text(session, turn)
+    if not asked.include_turn and asked.turn is not None:
+        body["prompt"] = selectors.turn_prompt_text(session, asked.turn)
     return JsonResponse(body, status=201)
 
 
@@ -208,11 +176,10 @@ def session_fork_view(request: HttpRequest, session: Session) -> HttpResponse:
 @token_required(write=True)
 def session_rewind_view(request: HttpRequest, session: Session) -> HttpResponse:
     """POST /api/sessions/<id>/rewind {"turn": N}."""
-    turn = _turn_field(_body(request), required=True)
+    turn = rewind_input(turn=_body(request).get("turn"))
     rewound = session_rewind(session=session, turn=turn)
-    audit_record(
-        request=request, action="rewind", session=rewound, result=None, turn=turn, via="api"
-    )
+    actor = actor_of_request(request, origin=API)
+    audit_record(actor=actor, action="rewind", session=rewound, result=None, turn=turn)
     body = session_json(rewound)
     body["backup_id"] = rewound.rewind_undo.get("backup_id")
     return JsonResponse(body)
@@ -223,10 +190,16 @@ def session_rewind_view(request: HttpRequest, session: Session) -> HttpResponse:
 def session_rewind_undo_view(request: HttpRequest, session: Session) -> HttpResponse:
     """POST /api/sessions/<id>/rewind/undo."""
     restored = session_rewind_undo(session=session)
-    audit_record(
-        request=request, action="rewind_undo", session=restored, result=None, turn=None, via="api"
-    )
+    actor = actor_of_request(request, origin=API)
+    audit_record(actor=actor, action="rewind_undo", session=restored, result=None, turn=None)
     return JsonResponse(session_json(restored))
+
+
+@csrf_exempt
+@login_not_required
+def not_found(request: HttpRequest) -> HttpResponse:
+    """Any other path under /api/: JSON, like every API answer."""
+    return _error(404, f"no API endpoint at {request.path[:200]}; see /api/openapi.json")
 
 
 @allow("GET")

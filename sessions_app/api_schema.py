@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .formats import AGENTS
+
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _SESSION = {"$ref": "#/components/schemas/Session"}
 _FRESH_START = {"$ref": "#/components/schemas/FreshStart"}
@@ -92,7 +94,7 @@ OPENAPI: dict = {
                     "session_id": {"type": "string", "format": "uuid"},
                     "path": {"type": "string"},
                     "title": {"type": "string"},
-                    "agent": {"type": "string", "enum": ["claude", "qwen"]},
+                    "agent": {"type": "string", "enum": list(AGENTS)},
                     "turns": {"type": "integer"},
                     "parent_id": {"type": ["string", "null"]},
                     "kind": {

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
 from . import api
 
@@ -12,4 +12,6 @@ urlpatterns = [
     path("sessions/<uuid:session_id>/fork", api.session_fork_view, name="fork"),
     path("sessions/<uuid:session_id>/rewind", api.session_rewind_view, name="rewind"),
     path("sessions/<uuid:session_id>/rewind/undo", api.session_rewind_undo_view, name="undo"),
+    # Anything else under /api/ is a JSON 404, like every API answer.
+    re_path(r"^.*$", api.not_found, name="not_found"),
 ]

@@ -14,10 +14,11 @@ from datetime import UTC, datetime
 from .formats import (
     COMMAND,
     CONVERSATION_KINDS,
+    LAST_RECORD,
     LOCAL_OUTPUT,
     PROMPT,
-    QWEN,
     ParsedRecord,
+    agent_for,
 )
 
 # Built-in Claude Code commands that never reach the model. A command the model
@@ -241,7 +242,7 @@ def _choose_leaf(
 ) -> int:
     if leaf_uuid is not None:
         return index.get(leaf_uuid, -1)
-    if agent == QWEN:
+    if agent_for(agent).leaf_rule == LAST_RECORD:
         # Qwen resumes from the last record in the file (a rewind appends a marker).
         return max(index.values(), default=-1)
     return _latest_leaf(nodes, list(index.values()), children, parent)

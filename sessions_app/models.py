@@ -9,7 +9,9 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from .formats import AGENT_LABELS
+from .formats import AGENT_LABELS, Agent, agent_for
+
+TITLE_LIMIT = 300  # a session's title, in the database and in the title record we write
 
 
 class Project(models.Model):
@@ -55,8 +57,8 @@ class Session(models.Model):
     path = models.CharField(max_length=4096, unique=True)
     agent = models.CharField(max_length=16, choices=AGENT_LABELS)
 
-    title = models.CharField(max_length=300, blank=True)
-    custom_title = models.CharField(max_length=300, blank=True)
+    title = models.CharField(max_length=TITLE_LIMIT, blank=True)
+    custom_title = models.CharField(max_length=TITLE_LIMIT, blank=True)
     first_prompt = models.TextField(blank=True)
     cwd = models.CharField(max_length=4096, blank=True)
     git_branch = models.CharField(max_length=255, blank=True)
@@ -128,6 +130,25 @@ class Session(models.Model):
     def __str__(self) -> str:
         return self.title or str(self.session_id)
 
+    @property
+    def agent_profile(self) -> Agent:
+        """What this session's CLI does its own way (rewinds, resume command ...)."""
+        return agent_for(self.agent)
+
+
+class RecordQuerySet(models.QuerySet["Record"]):
+    def active(self) -> RecordQuerySet:
+        """Records on the active branch: what the CLI would resume."""
+        return self.filter(active=True)
+
+    def turn_starts(self) -> RecordQuerySet:
+        """The prompt that starts each turn (the one turn rule, stored at import)."""
+        return self.filter(starts_turn=True)
+
+    def through(self, turn: int) -> RecordQuerySet:
+        """Records of turns 1..`turn`, and those before the first turn."""
+        return self.filter(models.Q(turn__isnull=True) | models.Q(turn__lte=turn))
+
 
 class Record(models.Model):
     """One line of a session file. The bytes stay in the file, found by offset and length."""
@@ -155,6 +176,8 @@ class Record(models.Model):
     # that a fork's totals are a sum.
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
+
+    objects = RecordQuerySet.as_manager()
 
     class Meta:
         constraints = [

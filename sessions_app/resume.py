@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import shlex
 
-from .formats import QWEN
+from .formats import agent_for
 from .models import Session
 
 
 def _cli(session: Session) -> str:
-    return "qwen" if session.agent == QWEN else "claude"
+    return agent_for(session.agent).cli
 
 
 def _in_folder(session: Session, command: str) -> str:

@@ -11,7 +11,7 @@ import orjson
 from django.db.models import Count, Prefetch, Q, QuerySet
 
 from .conversation import Node, analyse
-from .formats import COMMAND, PROMPT, QWEN, claude, qwen
+from .formats import agent_for
 from .lineage import Box, box_pks, family_boxes
 from .models import Project, Record, Session
 from .resume import resume_command
@@ -19,6 +19,18 @@ from .services.roots import UnsafePath, open_regular
 from .transcript import RawRecord
 
 PAGE_TURNS = 20
+
+
+def listed_session(session_id: object) -> Session | None:
+    """The listed session (not a subagent transcript) with this id, or None."""
+    return (
+        Session.objects.listed()
+        .select_related("project", "parent")
+        .filter(session_id=session_id)
+        .first()
+    )
+
+
 SESSION_SORTS = {
     "updated": "-updated_at",
     "started": "-started_at",
@@ -119,7 +131,9 @@ def abandoned_branch(session: Session, leaf_uuid: str) -> Branch | None:
     start = None
     if split:
         start = (
-            session.records.filter(turn=split, active=True, kind__in=[PROMPT, COMMAND])
+            session.records.active()
+            .turn_starts()
+            .filter(turn=split)
             .order_by("line")
             .values_list("line", flat=True)
             .first()
@@ -253,7 +267,9 @@ def lineage_of(session: Session) -> tuple[Box, dict[int, Session]]:
 def turn_prompt_text(session: Session, turn: int) -> str:
     """The full text of the prompt that starts `turn`, read from the session file."""
     record = (
-        session.records.filter(turn=turn, active=True, kind__in=[PROMPT, COMMAND])
+        session.records.active()
+        .turn_starts()
+        .filter(turn=turn)
         .order_by("line")
         .values_list("offset", "length", "text")
         .first()
@@ -267,8 +283,8 @@ def turn_prompt_text(session: Session, turn: int) -> str:
             data = orjson.loads(f.read(length))
     except (OSError, UnsafePath, orjson.JSONDecodeError):
         return text
-    reader = qwen if session.agent == QWEN else claude
-    return reader.message_text(data.get("message")) if isinstance(data, dict) else text
+    agent = agent_for(session.agent)
+    return agent.record_text(data) if isinstance(data, dict) else text
 
 
 def session_summary(session: Session) -> dict:
@@ -298,7 +314,8 @@ def subagent_records(sub: Session) -> list[RawRecord]:
 def turn_list(session: Session) -> list[dict]:
     """Every turn of the active branch with its prompt text (bounded) and time."""
     rows = (
-        session.records.filter(active=True, kind__in=[PROMPT, COMMAND], turn__isnull=False)
+        session.records.active()
+        .turn_starts()
         .order_by("line")
         .values_list("turn", "text", "timestamp", "uuid")
     )

@@ -20,9 +20,10 @@ from .formats import (
     COMPACT_SUMMARY,
     LOCAL_OUTPUT,
     PROMPT,
-    QWEN,
     TOOL_RESULT,
     USER_OTHER,
+    Agent,
+    agent_for,
 )
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -142,6 +143,7 @@ class Turn:
 
 def build_turns(records: Iterable[RawRecord], agent: str, *, show_all: bool = False) -> list[Turn]:
     """Group a page of records (in file order) into turns with paired tool calls."""
+    spec = agent_for(agent)
     turns: list[Turn] = []
     calls: dict[str, ToolCall] = {}
     current: Turn | None = None
@@ -162,22 +164,22 @@ def build_turns(records: Iterable[RawRecord], agent: str, *, show_all: bool = Fa
                 current.items.append(Item("record", rec.line, record=rec))
             continue
         if rec.kind in (PROMPT, COMMAND) and current.prompt_line is None and rec.turn is not None:
-            current.prompt = display_prompt(rec.text or _message_text(rec.data, agent))
+            current.prompt = display_prompt(rec.text or _message_text(rec.data, spec))
             current.prompt_line = rec.line
             current.prompt_kind = rec.kind
-            current.images = _images(rec.data, agent)
+            current.images = _images(rec.data, spec)
             current.timestamp = rec.timestamp
             continue
         if rec.kind == ASSISTANT:
-            _add_assistant(current, rec, agent, calls)
+            _add_assistant(current, rec, spec, calls)
         elif rec.kind == TOOL_RESULT:
-            _add_results(current, rec, agent, calls)
+            _add_results(current, rec, spec, calls)
         elif rec.kind == COMPACT_BOUNDARY:
             current.items.append(Item("boundary", rec.line, text="Conversation compacted"))
         elif rec.kind == COMPACT_SUMMARY:
-            current.items.append(Item("summary", rec.line, text=_message_text(rec.data, agent)))
+            current.items.append(Item("summary", rec.line, text=_message_text(rec.data, spec)))
         elif rec.kind in (USER_OTHER, LOCAL_OUTPUT, PROMPT, COMMAND):
-            text = _message_text(rec.data, agent) or str(rec.data.get("content") or "")
+            text = _message_text(rec.data, spec) or str(rec.data.get("content") or "")
             if text.strip():
                 current.items.append(Item("note", rec.line, text=display_prompt(text)))
         elif show_all:
@@ -195,121 +197,47 @@ def display_prompt(text: str) -> str:
     return parts.get("local-command-stdout", text)
 
 
-def _message_text(data: dict, agent: str) -> str:
-    from .formats import claude, qwen
-
-    return (qwen if agent == QWEN else claude).message_text(data.get("message"))
+def _message_text(data: dict, agent: Agent) -> str:
+    return agent.record_text(data)
 
 
-def _blocks(data: dict, agent: str) -> list[dict]:
-    message = data.get("message")
-    if not isinstance(message, dict):
-        return []
-    key = "parts" if agent == QWEN else "content"
-    content = message.get(key)
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-
-
-def _images(data: dict, agent: str) -> list[Image]:
+def _images(data: dict, agent: Agent) -> list[Image]:
     images = []
-    for block in _blocks(data, agent):
-        image = _image(block)
+    for block in agent.content_blocks(data):
+        found = agent.image_of(block)
+        image = _image(*found) if found else None
         if image:
             images.append(image)
     return images
 
 
-def _image(block: dict) -> Image | None:
-    source = block.get("source") if block.get("type") == "image" else None
-    if isinstance(source, dict) and source.get("type") == "base64":
-        media, payload = source.get("media_type"), source.get("data")
-        if media in IMAGE_TYPES and isinstance(payload, str) and BASE64_RE.match(payload[:4096]):
-            return Image(media, payload)
-    inline = block.get("inlineData")
-    if isinstance(inline, dict):
-        media, payload = inline.get("mimeType"), inline.get("data")
-        if media in IMAGE_TYPES and isinstance(payload, str) and BASE64_RE.match(payload[:4096]):
-            return Image(media, payload)
+def _image(media: str, payload: str) -> Image | None:
+    """An image the page may show: a known type and base64 data, nothing else."""
+    if media in IMAGE_TYPES and isinstance(payload, str) and BASE64_RE.match(payload[:4096]):
+        return Image(media, payload)
     return None
 
 
-def _add_assistant(turn: Turn, rec: RawRecord, agent: str, calls: dict[str, ToolCall]) -> None:
-    for block in _blocks(rec.data, agent):
-        if agent == QWEN:
-            if isinstance(block.get("text"), str):
-                kind = "thinking" if block.get("thought") else "text"
-                turn.items.append(Item(kind, rec.line, text=block["text"]))
-            elif isinstance(block.get("functionCall"), dict):
-                fc = block["functionCall"]
-                call = ToolCall(
-                    id=str(fc.get("id") or ""),
-                    name=str(fc.get("name") or "tool"),
-                    input=fc.get("args") if isinstance(fc.get("args"), dict) else {},
-                    line=rec.line,
-                )
-                calls[call.id] = call
-                turn.items.append(Item("tool", rec.line, tool=call))
+def _add_assistant(turn: Turn, rec: RawRecord, agent: Agent, calls: dict[str, ToolCall]) -> None:
+    for part in agent.assistant_parts(rec.data):
+        if part.kind != "tool":
+            turn.items.append(Item(part.kind, rec.line, text=part.text))
             continue
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            turn.items.append(Item("text", rec.line, text=block["text"]))
-        elif kind == "thinking" and isinstance(block.get("thinking"), str):
-            turn.items.append(Item("thinking", rec.line, text=block["thinking"]))
-        elif kind == "tool_use":
-            call = ToolCall(
-                id=str(block.get("id") or ""),
-                name=str(block.get("name") or "tool"),
-                input=block.get("input") if isinstance(block.get("input"), dict) else {},
-                line=rec.line,
-            )
-            calls[call.id] = call
-            turn.items.append(Item("tool", rec.line, tool=call))
+        call = ToolCall(id=part.call_id, name=part.name, input=part.input or {}, line=rec.line)
+        calls[call.id] = call
+        turn.items.append(Item("tool", rec.line, tool=call))
 
 
-def _result_text(content: Any) -> tuple[str, list[Image]]:
-    if isinstance(content, str):
-        return content, []
-    texts, images = [], []
-    if isinstance(content, list):
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            if isinstance(block.get("text"), str):
-                texts.append(block["text"])
-            image = _image(block)
-            if image:
-                images.append(image)
-    return "\n".join(texts), images
-
-
-def _add_results(turn: Turn, rec: RawRecord, agent: str, calls: dict[str, ToolCall]) -> None:
-    extra = rec.data.get("toolUseResult")
-    for block in _blocks(rec.data, agent):
-        if agent == QWEN:
-            response = block.get("functionResponse")
-            if not isinstance(response, dict):
-                continue
-            call_id = str(response.get("id") or "")
-            body = response.get("response")
-            text = body.get("output") if isinstance(body, dict) else body
-            text = text if isinstance(text, str) else str(body or "")
-            is_error = isinstance(body, dict) and "error" in body
-            images: list[Image] = []
-        else:
-            if block.get("type") != "tool_result":
-                continue
-            call_id = str(block.get("tool_use_id") or "")
-            text, images = _result_text(block.get("content"))
-            is_error = block.get("is_error") is True
-        call = calls.get(call_id)
+def _add_results(turn: Turn, rec: RawRecord, agent: Agent, calls: dict[str, ToolCall]) -> None:
+    for outcome in agent.tool_results(rec.data):
+        call = calls.get(outcome.call_id)
         if call is None:
             # The call sits on an earlier page or was cut off: show the result alone.
-            call = ToolCall(id=call_id, name="tool result", input={}, line=rec.line)
+            call = ToolCall(id=outcome.call_id, name="tool result", input={}, line=rec.line)
             turn.items.append(Item("tool", rec.line, tool=call))
-        call.result, call.is_error, call.images = text, is_error, images
+        call.result, call.is_error = outcome.text, outcome.is_error
+        call.images = [image for found in outcome.images if (image := _image(*found))]
         call.result_line = rec.line
-        call.result_data = extra
+        call.result_data = extra = outcome.details
         if isinstance(extra, dict) and isinstance(extra.get("agentId"), str):
             call.agent_id = extra["agentId"]

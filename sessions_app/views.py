@@ -23,10 +23,12 @@ AGENT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 LEAF_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 
 
-def _session(session_id: uuid.UUID) -> Session:
-    return get_object_or_404(
-        Session.objects.listed().select_related("project", "parent"), session_id=session_id
-    )
+def session_or_404(session_id: uuid.UUID) -> Session:
+    """The listed session with this id, for a page; 404 when there is none."""
+    session = selectors.listed_session(session_id)
+    if session is None:
+        raise Http404("no such session")
+    return session
 
 
 def _int(value: str | None, default: int, *, low: int = 0, high: int = 10**9) -> int:
@@ -77,7 +79,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_safe
 def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """The transcript: the active branch (or an abandoned one), a page of turns at a time."""
-    session = _session(session_id)
+    session = session_or_404(session_id)
     show_all = request.GET.get("all") == "1"
     leaf = request.GET.get("leaf", "")
     branch = None
@@ -139,7 +141,7 @@ def _abandoned_branch(
 @require_safe
 def record_output(request: HttpRequest, session_id: uuid.UUID, line: int) -> HttpResponse:
     """The whole output of one record, for "show all" on a cut one."""
-    session = _session(session_id)
+    session = session_or_404(session_id)
     record = selectors.record_at(session, line)
     if record is None:
         raise Http404("no such record")
@@ -151,7 +153,7 @@ def record_output(request: HttpRequest, session_id: uuid.UUID, line: int) -> Htt
 @require_safe
 def subagent(request: HttpRequest, session_id: uuid.UUID, agent_id: str) -> HttpResponse:
     """A subagent's transcript, loaded into its call when opened."""
-    session = _session(session_id)
+    session = session_or_404(session_id)
     if not AGENT_ID_RE.match(agent_id):
         raise Http404("no such subagent")
     sub = selectors.subagents_of(session).get(agent_id)
@@ -166,7 +168,7 @@ def subagent(request: HttpRequest, session_id: uuid.UUID, agent_id: str) -> Http
 @require_safe
 def lineage(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """The family tree of a session, drawn as SVG (bounded, whatever the files say)."""
-    session = _session(session_id)
+    session = session_or_404(session_id)
     root, sessions = selectors.lineage_of(session)
     svg = lineage_svg(root, sessions, current=session)
     return render(request, "sessions_app/lineage.html", {"session": session, "svg": svg})
@@ -175,7 +177,7 @@ def lineage(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
 @require_safe
 def export(request: HttpRequest, session_id: uuid.UUID, fmt: str) -> HttpResponse:
     """Download a session: its JSONL byte for byte, Markdown, or one HTML page."""
-    session = _session(session_id)
+    session = session_or_404(session_id)
     name = f"{session.session_id}"
     if fmt == "jsonl":
         try:

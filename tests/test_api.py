@@ -87,10 +87,10 @@ def test_fork_branch_and_edit_fork(client, imported: Path, token: str) -> None:
     [
         ({"turn": 0}, 400, "out of range"),
         ({"turn": 99}, 400, "out of range"),
-        ({"turn": "2"}, 400, "turn must be a whole number, not '2'"),
+        ({"turn": "two"}, 400, "turn must be a whole number, not 'two'"),
         ({"turn": 1.5}, 400, "turn must be a whole number, not 1.5"),
-        ({"include_turn": False}, 400, "include_turn needs a turn"),
-        ({"turn": None, "include_turn": False}, 400, "include_turn needs a turn"),
+        ({"include_turn": False}, 400, "edit & fork needs a turn"),
+        ({"turn": None, "include_turn": False}, 400, "edit & fork needs a turn"),
         ({"include_turn": "yes"}, 400, "true or false"),
         ({"title": 5}, 400, "title"),
         ([1, 2], 400, "JSON object"),
@@ -189,6 +189,13 @@ def test_api_fork_equals_command_fork(client, imported: Path, token: str) -> Non
     assert a == b and len(a) > 10
 
 
+def test_an_unknown_api_path_is_a_json_404(client) -> None:
+    for path in ("/api/sessions/not-a-uuid", "/api/nothing/here", "/api/sessions/"):
+        response = client.get(path)
+        assert response.status_code == 404
+        assert "no API endpoint" in response.json()["error"]
+
+
 def test_openapi_describes_every_api_route_and_response(client, imported: Path, token: str) -> None:
     spec = client.get("/api/openapi.json").json()
     assert spec == orjson.loads(orjson.dumps(OPENAPI))
@@ -197,6 +204,8 @@ def test_openapi_describes_every_api_route_and_response(client, imported: Path, 
     for pattern in resolver.url_patterns:
         if str(pattern.pattern) == "api/":
             for sub in pattern.url_patterns:
+                if sub.name == "not_found":  # the JSON 404 for every other path
+                    continue
                 route = "/api/" + str(sub.pattern).replace("<uuid:session_id>", "{session_id}")
                 if not route.endswith(".json"):
                     routes.add(route)

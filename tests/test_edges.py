@@ -287,5 +287,5 @@ def test_api_include_turn_false_without_a_turn_is_400(client, imported: Path, to
     for body in (b'{"include_turn": false}', b'{"turn": null, "include_turn": false}'):
         response = post_api(client, f"/api/sessions/{WEBAPP_ID}/fork", token, body)
         assert response.status_code == 400, body
-        assert "include_turn needs a turn" in response.json()["error"]
+        assert "edit & fork needs a turn" in response.json()["error"]
     assert files(imported) == before

@@ -1,5 +1,9 @@
 """Readers for the session files the CLIs write: one module per agent, pure Python.
 
+Each agent is one `Agent` object (`agent.py` lists what it provides), found with
+`agent_for(name)`; `REGISTRY` at the end of this file names them all. Nothing
+outside this package branches on an agent's name.
+
 A reader turns one raw line into a `ParsedRecord`: the fields the graph, the turn
 function and the pages need. The raw bytes themselves are never changed; unknown
 record types come through as kind "other" and are carried along untouched.
@@ -19,8 +23,6 @@ from pathlib import Path
 
 CLAUDE = "claude"
 QWEN = "qwen"
-AGENTS = (CLAUDE, QWEN)
-AGENT_LABELS = {CLAUDE: "Claude Code", QWEN: "Qwen Code"}
 
 # Record kinds, normalised across agents.
 PROMPT = "prompt"  # a human-typed message, by its shape
@@ -117,15 +119,64 @@ def parse_timestamp(value: str | None) -> datetime | None:
 
 
 def detect_agent_from_path(path: Path) -> str:
-    """Qwen keeps chats in `<project>/chats/`; everything else is Claude Code's layout."""
-    return QWEN if path.parent.name == "chats" else CLAUDE
+    """The agent whose layout holds the file at `path`, by its folder (Qwen's `chats/`)."""
+    for agent in REGISTRY.values():
+        if agent.sessions_subfolder and path.parent.name == agent.sessions_subfolder:
+            return agent.name
+    return flat_layout_agent().name
 
 
 def parse_line(agent: str, raw: bytes) -> ParsedRecord:
     """Parse one line of a session file written by `agent`."""
-    return (_qwen_line if agent == QWEN else _claude_line)(raw)
+    try:
+        parse = REGISTRY[agent].parse_line
+    except KeyError:
+        raise ValueError(_unknown(agent)) from None
+    return parse(raw)
 
 
-# The readers import the names above, so they are bound last.
-from .claude import parse_line as _claude_line  # noqa: E402
-from .qwen import parse_line as _qwen_line  # noqa: E402
+def agent_for(name: str) -> Agent:
+    """The agent called `name` ("claude", "qwen")."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(_unknown(name)) from None
+
+
+def agents() -> tuple[Agent, ...]:
+    """Every known agent, in registry order."""
+    return tuple(REGISTRY.values())
+
+
+def flat_layout_agent() -> Agent:
+    """The agent that keeps session files in the project folder itself (Claude Code)."""
+    for agent in REGISTRY.values():
+        if not agent.sessions_subfolder:
+            return agent
+    raise LookupError("no agent keeps its sessions in the project folder itself")
+
+
+def agent_of_session_path(path: Path) -> Agent | None:
+    """The agent whose layout puts a session file at `path` (relative to a session root)."""
+    for agent in REGISTRY.values():
+        if agent.is_session_path(path):
+            return agent
+    return None
+
+
+def _unknown(name: str) -> str:
+    return f"unknown agent {name!r}; known agents: {', '.join(REGISTRY)}"
+
+
+# The agent modules import the names above, so they are bound last.
+from . import claude, qwen  # noqa: E402
+from .agent import LAST_RECORD as LAST_RECORD  # noqa: E402
+from .agent import NEWEST_LEAF as NEWEST_LEAF  # noqa: E402
+from .agent import Agent as Agent  # noqa: E402
+from .agent import AssistantPart as AssistantPart  # noqa: E402
+from .agent import ToolOutcome as ToolOutcome  # noqa: E402
+
+# One entry per agent; a new agent is one module and one line here.
+REGISTRY: dict[str, Agent] = {a.name: a for a in (claude.AGENT, qwen.AGENT)}
+AGENTS = tuple(REGISTRY)
+AGENT_LABELS = {a.name: a.label for a in REGISTRY.values()}

@@ -8,6 +8,7 @@ from . import (
     ASSISTANT,
     ATTACHMENT,
     BOOKKEEPING,
+    CLAUDE,
     COMMAND,
     COMPACT_BOUNDARY,
     COMPACT_SUMMARY,
@@ -22,6 +23,7 @@ from . import (
     USER_OTHER,
     ParsedRecord,
 )
+from .agent import NEWEST_LEAF, Agent, AssistantPart, ToolOutcome
 from .common import (
     ID_LIMIT,
     MESSAGE_ID_LIMIT,
@@ -31,9 +33,11 @@ from .common import (
     clip,
     count,
     load,
+    message_blocks,
     note,
     string,
 )
+from .writing import claude_title_line
 
 # Newer CLIs say where a prompt came from; these origins are people (or a script
 # acting for one through the SDK).
@@ -187,3 +191,101 @@ def _read_assistant_message(record: ParsedRecord, message: dict[str, Any]) -> No
         total = MAX_COUNT
     record.input_tokens = total
     record.output_tokens = count(record, usage, "output_tokens", where)
+
+
+def record_text(data: dict[str, Any]) -> str:
+    """The text of a record's message."""
+    return message_text(data.get("message"))
+
+
+def content_blocks(data: dict[str, Any]) -> list[dict]:
+    """The blocks of a record's `message.content`."""
+    return message_blocks(data, "content")
+
+
+def image_of(block: dict[str, Any]) -> tuple[str, str] | None:
+    """(media type, base64 data) of an `image` block."""
+    source = block.get("source") if block.get("type") == "image" else None
+    if isinstance(source, dict) and source.get("type") == "base64":
+        media, payload = source.get("media_type"), source.get("data")
+        if isinstance(media, str) and isinstance(payload, str):
+            return media, payload
+    return None
+
+
+def assistant_parts(data: dict[str, Any]) -> list[AssistantPart]:
+    """Text, thinking and `tool_use` blocks of an assistant record."""
+    parts: list[AssistantPart] = []
+    for block in content_blocks(data):
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(AssistantPart("text", block["text"]))
+        elif kind == "thinking" and isinstance(block.get("thinking"), str):
+            parts.append(AssistantPart("thinking", block["thinking"]))
+        elif kind == "tool_use":
+            args = block.get("input")
+            parts.append(
+                AssistantPart(
+                    "tool",
+                    call_id=str(block.get("id") or ""),
+                    name=str(block.get("name") or "tool"),
+                    input=args if isinstance(args, dict) else {},
+                )
+            )
+    return parts
+
+
+def tool_results(data: dict[str, Any]) -> list[ToolOutcome]:
+    """The `tool_result` blocks of a user record, with the record's `toolUseResult`."""
+    details = data.get("toolUseResult")
+    outcomes: list[ToolOutcome] = []
+    for block in content_blocks(data):
+        if block.get("type") != "tool_result":
+            continue
+        text, images = _result_content(block.get("content"))
+        call_id = str(block.get("tool_use_id") or "")
+        outcomes.append(ToolOutcome(call_id, text, block.get("is_error") is True, images, details))
+    return outcomes
+
+
+def _result_content(content: Any) -> tuple[str, tuple[tuple[str, str], ...]]:
+    if isinstance(content, str):
+        return content, ()
+    texts: list[str] = []
+    images: list[tuple[str, str]] = []
+    if isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            image = image_of(block)
+            if image:
+                images.append(image)
+    return "\n".join(texts), tuple(images)
+
+
+def title_line(*, session_id: str, title: str, parent_uuid: str | None, base: dict) -> bytes:
+    """Claude Code's `custom-title` record; it hangs off no record."""
+    return claude_title_line(session_id=session_id, title=title)
+
+
+AGENT = Agent(
+    name=CLAUDE,
+    label="Claude Code",
+    cli="claude",
+    home_folder=".claude",
+    sessions_subfolder="",
+    subagent_files=True,
+    leaf_rule=NEWEST_LEAF,
+    parse_line=parse_line,
+    message_text=message_text,
+    record_text=record_text,
+    content_blocks=content_blocks,
+    image_of=image_of,
+    assistant_parts=assistant_parts,
+    tool_results=tool_results,
+    title_line=title_line,
+    # Claude Code writes nothing for a rewind: the file is rewritten after a backup.
+    rewind_line=None,
+)

@@ -40,6 +40,17 @@ def load(raw: bytes) -> dict[str, Any] | ParsedRecord:
     return data
 
 
+def message_blocks(data: dict[str, Any], key: str) -> list[dict]:
+    """The dict blocks under `message[key]`; a plain string is one text block."""
+    message = data.get("message")
+    if not isinstance(message, dict):
+        return []
+    content = message.get(key)
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
 def string(data: dict[str, Any], key: str) -> str | None:
     """A string field, or None when missing or of another type; for reading, not storing."""
     value = data.get(key)

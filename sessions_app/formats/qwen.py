@@ -7,6 +7,7 @@ from typing import Any
 from . import (
     ASSISTANT,
     PROMPT,
+    QWEN,
     REWIND,
     SYSTEM,
     TITLE,
@@ -14,7 +15,19 @@ from . import (
     USER_OTHER,
     ParsedRecord,
 )
-from .common import MODEL_LIMIT, base_record, bounded, clip, count, load, note, string
+from .agent import LAST_RECORD, Agent, AssistantPart, ToolOutcome
+from .common import (
+    MODEL_LIMIT,
+    base_record,
+    bounded,
+    clip,
+    count,
+    load,
+    message_blocks,
+    note,
+    string,
+)
+from .writing import qwen_rewind_line, qwen_title_line
 
 
 def message_text(message: Any) -> str:
@@ -75,3 +88,96 @@ def parse_line(raw: bytes) -> ParsedRecord:
             record.kind = TITLE
             record.title = clip(string(payload, "customTitle"))
     return record
+
+
+def record_text(data: dict[str, Any]) -> str:
+    """The text of a record's message."""
+    return message_text(data.get("message"))
+
+
+def content_blocks(data: dict[str, Any]) -> list[dict]:
+    """The parts of a record's Gemini-style `message.parts`."""
+    return message_blocks(data, "parts")
+
+
+def image_of(block: dict[str, Any]) -> tuple[str, str] | None:
+    """(media type, base64 data) of an `inlineData` part."""
+    inline = block.get("inlineData")
+    if isinstance(inline, dict):
+        media, payload = inline.get("mimeType"), inline.get("data")
+        if isinstance(media, str) and isinstance(payload, str):
+            return media, payload
+    return None
+
+
+def assistant_parts(data: dict[str, Any]) -> list[AssistantPart]:
+    """Text, thoughts and `functionCall` parts of an assistant record."""
+    parts: list[AssistantPart] = []
+    for block in content_blocks(data):
+        if isinstance(block.get("text"), str):
+            kind = "thinking" if block.get("thought") else "text"
+            parts.append(AssistantPart(kind, block["text"]))
+        elif isinstance(block.get("functionCall"), dict):
+            call = block["functionCall"]
+            args = call.get("args")
+            parts.append(
+                AssistantPart(
+                    "tool",
+                    call_id=str(call.get("id") or ""),
+                    name=str(call.get("name") or "tool"),
+                    input=args if isinstance(args, dict) else {},
+                )
+            )
+    return parts
+
+
+def tool_results(data: dict[str, Any]) -> list[ToolOutcome]:
+    """The `functionResponse` parts of a record."""
+    outcomes: list[ToolOutcome] = []
+    for block in content_blocks(data):
+        response = block.get("functionResponse")
+        if not isinstance(response, dict):
+            continue
+        body = response.get("response")
+        text = body.get("output") if isinstance(body, dict) else body
+        text = text if isinstance(text, str) else str(body or "")
+        is_error = isinstance(body, dict) and "error" in body
+        outcomes.append(ToolOutcome(str(response.get("id") or ""), text, is_error))
+    return outcomes
+
+
+def title_line(*, session_id: str, title: str, parent_uuid: str | None, base: dict) -> bytes:
+    """Qwen Code's `system/custom_title` record, hung off the session's last record."""
+    return qwen_title_line(session_id=session_id, parent_uuid=parent_uuid, title=title, base=base)
+
+
+def rewind_line(
+    *, session_id: str, parent_uuid: str | None, removed_turns: int, undo: bool, base: dict
+) -> bytes:
+    """Qwen Code's `system/rewind` record: resume continues from `parent_uuid`."""
+    payload: dict[str, Any] = {"truncatedCount": removed_turns}
+    if undo:
+        payload["undo"] = True
+    return qwen_rewind_line(
+        session_id=session_id, parent_uuid=parent_uuid, payload=payload, base=base
+    )
+
+
+AGENT = Agent(
+    name=QWEN,
+    label="Qwen Code",
+    cli="qwen",
+    home_folder=".qwen",
+    sessions_subfolder="chats",
+    subagent_files=False,
+    leaf_rule=LAST_RECORD,
+    parse_line=parse_line,
+    message_text=message_text,
+    record_text=record_text,
+    content_blocks=content_blocks,
+    image_of=image_of,
+    assistant_parts=assistant_parts,
+    tool_results=tool_results,
+    title_line=title_line,
+    rewind_line=rewind_line,
+)

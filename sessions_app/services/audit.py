@@ -1,43 +1,70 @@
-"""The audit log: every write made through the dashboard or the API."""
+"""The audit log: every write made through the pages, the API or a management command."""
 
 from __future__ import annotations
 
+import getpass
 import ipaddress
+from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest
 
 from ..models import AuditEntry, Session
 
+PAGE, API, COMMAND = "web", "api", "command"
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who asked for a write, and through which door."""
+
+    name: str
+    origin: str  # PAGE, API or COMMAND
+    user: Any = None  # the Django user, when there is one
+    address: str | None = None
+
+
+def actor_of_request(request: HttpRequest, *, origin: str) -> Actor:
+    """The user (or API token) behind a web request, and the client's address."""
+    user = getattr(request, "user", None)
+    token = getattr(request, "api_token", None)
+    if token is not None:
+        name, user = f"token:{token.name}", token.user
+    elif user is not None and user.is_authenticated:
+        name = user.get_username()
+    else:
+        name, user = "local", None
+    return Actor(name=name, origin=origin, user=user, address=client_address(request))
+
+
+def actor_of_command() -> Actor:
+    """The operating-system user running a management command."""
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid
+        name = "unknown"
+    return Actor(name=f"os:{name}", origin=COMMAND)
+
 
 def audit_record(
     *,
-    request: HttpRequest,
+    actor: Actor,
     action: str,
     session: Session,
     result: Session | None,
     turn: int | None,
-    via: str = "web",
 ) -> AuditEntry:
     """Write one audit entry for a write that succeeded."""
-    user = getattr(request, "user", None)
-    token = getattr(request, "api_token", None)
-    if token is not None:
-        actor = f"token:{token.name}"
-        user = token.user
-    elif user is not None and user.is_authenticated:
-        actor = user.get_username()
-    else:
-        actor, user = "local", None
     return AuditEntry.objects.create(
-        user=user,
-        actor=actor[:150],
-        via=via,
+        user=actor.user,
+        actor=actor.name[:150],
+        via=actor.origin,
         action=action or "branch",
         session_id=session.session_id,
         result_session_id=result.session_id if result else None,
         turn=turn if turn is None or turn >= 0 else None,
-        remote_addr=client_address(request),
+        remote_addr=actor.address,
     )
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..formats import CLAUDE, QWEN, is_session_id
+from ..formats import Agent, agents, flat_layout_agent, is_session_id
 from .files import stale_temp_files_remove
 from .roots import file_kind, resolve_root
 
@@ -107,23 +107,38 @@ def _jsonl_files(folder: Path, problems: list[str], prefix: str = "") -> Iterato
             yield path
 
 
+def _project_agent(folder: Path, problems: list[str]) -> Agent | None:
+    """The agent whose layout `folder` has (Qwen Code's `chats/`, else Claude Code's).
+
+    None when the agent's sessions folder is a link: that project's sessions live
+    elsewhere, and nothing of it is read.
+    """
+    for agent in agents():
+        if not agent.sessions_subfolder:
+            continue
+        sessions = agent.sessions_folder(folder)
+        if _real_folder(sessions, problems):
+            return agent
+        if os.path.islink(sessions):
+            return None
+    return flat_layout_agent()
+
+
 def _project_files(root: Path, folder: Path, problems: list[str]) -> Iterator[SessionFile]:
-    chats = folder / "chats"
-    qwen = _real_folder(chats, problems)
-    if not qwen and os.path.islink(chats):
-        return  # a Qwen Code project whose chats live elsewhere: nothing of it is read
-    for stale in stale_temp_files_remove(chats if qwen else folder):
-        problems.append(f"{stale}: removed, left over by an interrupted fork")
-    if qwen:
-        for path in _jsonl_files(chats, problems):
-            yield from _session_or_problem(path, QWEN, root, folder, problems)
+    agent = _project_agent(folder, problems)
+    if agent is None:
         return
-    for path in _jsonl_files(folder, problems):
-        if AGENT_FILE_RE.match(path.name):
+    sessions = agent.sessions_folder(folder)
+    for stale in stale_temp_files_remove(sessions):
+        problems.append(f"{stale}: removed, left over by an interrupted fork")
+    for path in _jsonl_files(sessions, problems):
+        if agent.subagent_files and AGENT_FILE_RE.match(path.name):
             # The older layout: subagent transcripts beside the session files.
-            yield SessionFile(path, CLAUDE, root, folder, None)
+            yield SessionFile(path, agent.name, root, folder, None)
         else:
-            yield from _session_or_problem(path, CLAUDE, root, folder, problems)
+            yield from _session_or_problem(path, agent.name, root, folder, problems)
+    if not agent.subagent_files:
+        return
     for entry in _entries(folder):
         if not is_session_id(entry.name):
             continue
@@ -133,7 +148,7 @@ def _project_files(root: Path, folder: Path, problems: list[str]) -> Iterator[Se
         subagents = folder / entry.name / "subagents"
         if entry.is_dir(follow_symlinks=False) and _real_folder(subagents, problems):
             for path in _jsonl_files(subagents, problems, prefix="agent-"):
-                yield SessionFile(path, CLAUDE, root, folder, None, owner_session_id=entry.name)
+                yield SessionFile(path, agent.name, root, folder, None, owner_session_id=entry.name)
 
 
 def _session_or_problem(

@@ -30,10 +30,10 @@ from ..formats import (
     INVALID,
     TITLE,
     ParsedRecord,
+    agent_for,
     collapse,
-    parse_line,
 )
-from ..models import Project, Record, Session
+from ..models import TITLE_LIMIT, Project, Record, Session
 from .discovery import RootError, SessionFile, discover
 from .import_plan import HEAD_BYTES, FileState, Plan, StoredState, digest, import_plan
 from .roots import UnsafePath, open_regular
@@ -318,11 +318,11 @@ class _FileReader:
     def read(self, f: BinaryIO, offset: int, first_line: int) -> list[tuple]:
         rows: list[tuple] = []
         line_no = first_line
-        agent = self.source.agent
+        parse_line = agent_for(self.source.agent).parse_line  # looked up once, not per line
         for raw in f:
             length = len(raw)
             complete = raw.endswith(b"\n")
-            record = parse_line(agent, raw)
+            record = parse_line(raw)
             tokens_in, tokens_out = self._note(record, line_no)
             if record.session_id and self.own_id and record.session_id != self.own_id:
                 self.foreign_ids += 1
@@ -552,12 +552,12 @@ def _update_session(
     session.output_tokens += reader.output_tokens
     session.last_message_id = (reader.last_message_id or "")[:128]
     if reader.title:
-        session.custom_title = collapse(reader.title, 300)
+        session.custom_title = collapse(reader.title, TITLE_LIMIT)
     first = nodes[analysis.prompt_lines[0]].text if analysis.prompt_lines else None
     session.first_prompt = first or ""
     session.title = (
         session.custom_title or (collapse(first) if first else "") or _fallback_title(nodes)
-    )[:300]
+    )[:TITLE_LIMIT]
     times = [n.timestamp for n in reader.nodes if n.timestamp]
     if times:
         lo, hi = min(times), max(times)

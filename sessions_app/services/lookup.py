@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from ..formats import CLAUDE, QWEN, is_session_id
+from ..formats import agent_of_session_path, agents, is_session_id
 from ..models import Session
 from .branching import InvalidSessionId, OutsideRoots, UnknownSession, session_lookup
 from .discovery import SessionFile
@@ -60,17 +60,19 @@ def _source_under_roots(path: Path) -> SessionFile | None:
         real_root = Path(os.path.realpath(root))
         if not real.is_relative_to(real_root):
             continue
-        parts = real.relative_to(real_root).parts
-        if len(parts) == 2:
-            agent = CLAUDE
-        elif len(parts) == 3 and parts[1] == "chats":
-            agent = QWEN
-        else:
-            raise InvalidSessionId(
-                f"{path}: not where a session file lives under the root {root} "
-                "(<project>/<id>.jsonl, or <project>/chats/<id>.jsonl for Qwen Code)"
+        relative = real.relative_to(real_root)
+        agent = agent_of_session_path(relative)
+        if agent is None:
+            layouts = ", ".join(
+                f"{a.session_file(Path('<project>'), '<id>')} for {a.label}" for a in agents()
             )
-        return SessionFile(root.joinpath(*parts), agent, root, root / parts[0], path.stem.lower())
+            raise InvalidSessionId(
+                f"{path}: not where a session file lives under the root {root} ({layouts})"
+            )
+        parts = relative.parts
+        return SessionFile(
+            root.joinpath(*parts), agent.name, root, root / parts[0], path.stem.lower()
+        )
     return None
 
 

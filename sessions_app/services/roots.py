@@ -15,15 +15,17 @@ from typing import BinaryIO
 
 from django.conf import settings
 
+from ..formats import agents
+
 
 class UnsafePath(Exception):
     """A path that is a link, not a regular file, or outside the session roots."""
 
 
 def resolve_root(root: Path) -> Path:
-    """Accept `~/.claude` as well as `~/.claude/projects`."""
+    """Accept `~/.claude` as well as `~/.claude/projects` (any agent's home folder)."""
     root = root.expanduser()
-    if (root / "projects").is_dir() and root.name in (".claude", ".qwen"):
+    if (root / "projects").is_dir() and root.name in {a.home_folder for a in agents()}:
         return root / "projects"
     return root
 

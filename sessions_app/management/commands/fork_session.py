@@ -2,42 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
-import sys
-from typing import Any, NoReturn
+from typing import Any
 
 import orjson
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
+from sessions_app.management.refusing import JSON_HELP, refuse
 from sessions_app.selectors import session_summary, turn_prompt_text
+from sessions_app.services.audit import actor_of_command, audit_record
 from sessions_app.services.branching import BranchError, session_fork
+from sessions_app.services.branching.inputs import fork_input
 from sessions_app.services.fresh_start import fresh_start
 from sessions_app.services.lookup import session_resolve
-
-EXIT_CODES = {400: 2, 404: 3, 409: 4}
-JSON_HELP = (
-    "print one JSON object on stdout, also when refused: "
-    '{"error": <message>, "status": <400|404|409>}, with the same exit code'
-)
-
-
-def whole_number(value: str) -> int:
-    """--turn as the pages and the API read it."""
-    try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"turn must be a whole number, not {value!r}") from None
-
-
-def refuse(command: BaseCommand, error: BranchError, *, as_json: bool) -> NoReturn:
-    """End the command on a refusal: exit 2, 3 or 4 by its status, as JSON with --json."""
-    code = EXIT_CODES.get(error.status, 1)
-    if as_json:
-        command.stdout.write(orjson.dumps({"error": str(error), "status": error.status}).decode())
-        if command._called_from_command_line:
-            # The JSON object is the whole answer; CommandError would add a plain-text line.
-            sys.exit(code)
-    raise CommandError(str(error), returncode=code)
 
 
 class Command(BaseCommand):
@@ -52,28 +28,30 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("session", help="session id, or path to a .jsonl session file")
-        parser.add_argument(
-            "--turn", type=whole_number, help="fork at this turn (default: whole session)"
-        )
+        parser.add_argument("--turn", help="fork at this turn (default: whole session)")
         parser.add_argument("--before", action="store_true", help="keep only the turns before N")
         parser.add_argument("--title", help="title of the new session")
         parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        turn, before = options["turn"], options["before"]
         try:
-            if before and turn is None:
-                raise BranchError("--before needs --turn N")
+            asked = fork_input(
+                turn=options["turn"], include_turn=not options["before"], title=options["title"]
+            )
             source = session_resolve(ref=options["session"])
-            if before and turn == 1:
+            if asked.fresh_start:
                 self._fresh_start(source, as_json=options["json"])
                 return
             new = session_fork(
-                session=source, turn=turn, include_turn=not before, title=options["title"]
+                session=source, turn=asked.turn, include_turn=asked.include_turn, title=asked.title
             )
         except BranchError as exc:
             refuse(self, exc, as_json=options["json"])
+        audit_record(
+            actor=actor_of_command(), action=new.kind, session=source, result=new, turn=asked.turn
+        )
         info = session_summary(new)
+        turn, before = asked.turn, not asked.include_turn
         if before:
             info["prompt"] = turn_prompt_text(source, turn)
         if options["json"]:

@@ -7,11 +7,12 @@ from typing import Any
 import orjson
 from django.core.management.base import BaseCommand, CommandParser
 
+from sessions_app.management.refusing import JSON_HELP, refuse
 from sessions_app.selectors import session_summary
+from sessions_app.services.audit import actor_of_command, audit_record
 from sessions_app.services.branching import BranchError, session_rewind, session_rewind_undo
+from sessions_app.services.branching.inputs import rewind_input
 from sessions_app.services.lookup import session_resolve
-
-from .fork_session import JSON_HELP, refuse, whole_number
 
 
 class Command(BaseCommand):
@@ -25,30 +26,35 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("session", help="session id, or path to a .jsonl session file")
         group = parser.add_mutually_exclusive_group(required=True)
-        group.add_argument(
-            "--turn", type=whole_number, help="rewind to this turn (it leaves the session)"
-        )
+        group.add_argument("--turn", help="rewind to this turn (it leaves the session)")
         group.add_argument("--undo", action="store_true", help="undo the last rewind")
         parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        turn = None
         try:
+            if not options["undo"]:
+                turn = rewind_input(turn=options["turn"])
             session = session_resolve(ref=options["session"])
             if options["undo"]:
                 session = session_rewind_undo(session=session)
             else:
-                session = session_rewind(session=session, turn=options["turn"])
+                session = session_rewind(session=session, turn=turn)
         except BranchError as exc:
             refuse(self, exc, as_json=options["json"])
+        action = "rewind_undo" if options["undo"] else "rewind"
+        audit_record(
+            actor=actor_of_command(), action=action, session=session, result=None, turn=turn
+        )
         info = session_summary(session)
         # `turn`: the turn rewound to, or after an undo the turn count restored.
-        info["turn"] = session.turn_count if options["undo"] else options["turn"]
+        info["turn"] = session.turn_count if options["undo"] else turn
         backup = (session.rewind_undo or {}).get("backup_id")
         info["backup_id"] = backup
         if options["json"]:
             self.stdout.write(orjson.dumps(info).decode())
             return
-        done = "restored" if options["undo"] else f"rewound to turn {options['turn']}"
+        done = "restored" if options["undo"] else f"rewound to turn {turn}"
         self.stdout.write(f"session {info['session_id']} {done}: {info['turns']} turn(s) now")
         if backup:
             self.stdout.write(f"backup: session {backup} keeps the old history")

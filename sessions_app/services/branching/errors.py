@@ -6,51 +6,45 @@ from __future__ import annotations
 class BranchError(Exception):
     """A refused branch, fork or rewind; the message says what to do. Nothing was written."""
 
-    status = 400
-
 
 class UnknownSession(BranchError):
-    status = 404
+    """No listed session has that id."""
 
 
 class InvalidSessionId(BranchError):
-    status = 400
+    """The id is not a UUID."""
 
 
 class InvalidTurn(BranchError):
-    status = 400
+    """The turn is not a whole number, or not one this action can use."""
 
 
 class SourceChanged(BranchError):
-    status = 409
+    """The file is not as it was imported (or as the rewind left it)."""
 
 
 class SessionBusy(BranchError):
-    status = 409
+    """A CLI may still be writing the session."""
 
 
 class TargetExists(BranchError):
-    status = 409
+    """The file a new session would get exists already."""
 
 
 class NothingToUndo(BranchError):
-    status = 409
+    """No rewind to undo, or its backup is gone."""
 
 
 class OutsideRoots(BranchError):
-    status = 400
+    """The path lies outside the configured session roots, or is a link."""
 
 
 class FileUnreadable(BranchError):
     """The source file exists but cannot be read (permissions, not a regular file)."""
 
-    status = 409
-
 
 class WriteCheckFailed(BranchError):
     """A file the dashboard wrote did not read back as intended; nothing was replaced."""
-
-    status = 409
 
 
 class StaleIndex(Exception):

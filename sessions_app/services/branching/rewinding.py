@@ -1,9 +1,9 @@
 """Rewind a session in place so the CLI resumes after turn N-1, and undo that rewind.
 
-Qwen Code has its own mechanism (an appended `system/rewind` record), so its
-rewind and undo only append. Claude Code has none: the whole old file is first
-saved as a backup session, then the file is rewritten to the kept records; undo
-rebuilds the old file byte for byte from that backup.
+The agent says which (`Agent.rewinds_by_appending`). Qwen Code has its own mechanism
+(an appended `system/rewind` record), so its rewind and undo only append. Claude
+Code has none: the whole old file is first saved as a backup session, then the file
+is rewritten to the kept records; undo rebuilds the old file byte for byte from it.
 """
 
 from __future__ import annotations
@@ -11,14 +11,15 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from django.db import transaction
 from django.db.models import Q
 
-from ...formats import INVALID, QWEN
+from ...formats import INVALID, agent_for
 from ...formats.shape import REWIND
-from ...formats.writing import claude_title_line, qwen_rewind_line, restamp_into, unstamp
+from ...formats.writing import restamp_into, unstamp
 from ...models import Project, Session
 from ..files import append_durably, create_exclusive, replace_atomically
 from ..importing import projects_refresh
@@ -34,14 +35,14 @@ from .errors import (
 )
 from .guards import file_stat, own_write
 from .registering import Expected, index_written, reindex, session_file_of
-from .titles import backup_title
+from .titles import backup_title, title_line
 
 
 def rewind(session: Session, turn: int) -> Session:
     """Rewind with the agent's own mechanism (guards already passed)."""
-    if session.agent == QWEN:
-        return _rewind_qwen(session, turn)
-    return _rewind_claude(session, turn)
+    if (rewind_line := agent_for(session.agent).rewind_line) is not None:
+        return _rewind_appending(session, turn, rewind_line)
+    return _rewind_rewriting(session, turn)
 
 
 def undo(session: Session) -> Session:
@@ -58,13 +59,14 @@ def undo(session: Session) -> Session:
         locked = Session.objects.select_for_update().get(pk=session.pk)
         if locked.rewind_undo != state:
             raise NothingToUndo(f"the rewind of session {session.session_id} was already undone")
-        if session.agent == QWEN:
+        if (rewind_line := agent_for(session.agent).rewind_line) is not None:
             restored = _append_checked(
                 session,
-                qwen_rewind_line(
+                rewind_line(
                     session_id=str(session.session_id),
                     parent_uuid=state["leaf_uuid"],
-                    payload={"truncatedCount": 0, "undo": True},
+                    removed_turns=0,
+                    undo=True,
                     base=base_fields(session),
                 ),
                 turns=state.get("turns"),
@@ -86,7 +88,7 @@ def _kept_invalid(session: Session, cut: int) -> int:
     )
 
 
-def _rewind_claude(session: Session, turn: int) -> Session:
+def _rewind_rewriting(session: Session, turn: int) -> Session:
     backup_id = str(uuid.uuid4())
     path = Path(session.path)
     backup_path = path.with_name(f"{backup_id}.jsonl")
@@ -95,7 +97,8 @@ def _rewind_claude(session: Session, turn: int) -> Session:
     with transaction.atomic():
         Project.objects.select_for_update().get(pk=session.project_id)
         Session.objects.select_for_update().get(pk=session.pk)
-        title_line = claude_title_line(session_id=backup_id, title=backup_title(session, turn))
+        named = backup_title(session, turn)
+        title = title_line(session, backup_id, named, session.leaf_uuid, base_fields(session))
         digest = hashlib.blake2b(digest_size=20)
         everything = Expected(
             turns=session.turn_count,
@@ -142,7 +145,7 @@ def _rewind_claude(session: Session, turn: int) -> Session:
                     )
                 if os.fstat(src.fileno()).st_size != end:
                     raise StaleIndex(session.path)
-                out.write(title_line)
+                out.write(title)
         except FileExistsError:
             raise TargetExists(f"{backup_path} already exists; nothing was written") from None
         try:
@@ -263,7 +266,7 @@ def _append_checked(session: Session, line: bytes, *, turns: int | None) -> Sess
     return appended
 
 
-def _rewind_qwen(session: Session, turn: int) -> Session:
+def _rewind_appending(session: Session, turn: int, rewind_line: Callable[..., bytes]) -> Session:
     prompt = (
         session.records.filter(active=True, turn=turn, starts_turn=True)
         .values_list("parent_uuid", flat=True)
@@ -277,10 +280,11 @@ def _rewind_qwen(session: Session, turn: int) -> Session:
         state = {"turn": turn, "turns": session.turn_count, "leaf_uuid": session.leaf_uuid}
         rewound = _append_checked(
             session,
-            qwen_rewind_line(
+            rewind_line(
                 session_id=str(session.session_id),
                 parent_uuid=prompt,
-                payload={"truncatedCount": removed},
+                removed_turns=removed,
+                undo=False,
                 base=base_fields(session),
             ),
             turns=turn - 1,

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import re
 
-from ...formats import QWEN, collapse
-from ...formats.writing import claude_title_line, qwen_title_line
-from ...models import Session
+from ...formats import agent_for, collapse
+from ...models import TITLE_LIMIT, Session
 
 DEFAULT_NAME = "Branched conversation"
-TITLE_LIMIT = 300  # Session.title's length; a title never outgrows it
 BRANCH_SUFFIX_RE = re.compile(r" \(Branch(?: \d+)?\)$")
 
 
@@ -56,6 +54,6 @@ def backup_title(session: Session, turn: int) -> str:
 
 def title_line(session: Session, new_id: str, title: str, last_uuid: str, base: dict) -> bytes:
     """The record that names the new session, in its agent's own form."""
-    if session.agent == QWEN:
-        return qwen_title_line(session_id=new_id, parent_uuid=last_uuid, title=title, base=base)
-    return claude_title_line(session_id=new_id, title=title)
+    return agent_for(session.agent).title_line(
+        session_id=new_id, title=title, parent_uuid=last_uuid, base=base
+    )

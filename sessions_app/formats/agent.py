@@ -1,0 +1,142 @@
+"""The agent interface: everything that differs between the CLIs, one object per agent.
+
+Code outside `formats/` asks `agent_for(session.agent)` and uses what it gets; it
+never compares an agent's name. A third agent is one new module in `formats/`
+(plus fixtures and tests) that ends with `AGENT = Agent(...)`, and one line adding
+that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provides:
+
+- `parse_line(raw: bytes) -> ParsedRecord`: one line, normalised to the record
+  kinds of `formats/__init__.py` (PROMPT, ASSISTANT, TOOL_RESULT, REWIND ...);
+  never raises (an undecodable line is kind INVALID; `common.load` does that).
+  It runs once per line of 300 MB files, so it stays lean.
+- `message_text(message) -> str`: the human-readable text of a record's `message`,
+  and `record_text(data) -> str`: the same for a whole record (its parsed line).
+- `content_blocks(data) -> list[dict]`: the blocks of a record's message.
+- `image_of(block) -> (media type, base64 data) | None`: an image a block holds
+  (the transcript checks both before showing it).
+- `assistant_parts(data) -> list[AssistantPart]`: text, thinking and tool calls of
+  an assistant record, in order.
+- `tool_results(data) -> list[ToolOutcome]`: the tool results a record carries.
+- `title_line(*, session_id, title, parent_uuid, base) -> bytes`: the agent's own
+  record naming a session (`base` holds cwd/version/gitBranch of the source).
+- `rewind_line(*, session_id, parent_uuid, removed_turns, undo, base) -> bytes`,
+  or None: the CLI's own rewind marker. With one, a rewind (and its undo) only
+  appends, which needs `leaf_rule` LAST_RECORD; without one, the file is
+  rewritten after a backup of the whole file.
+- the data: `name` (stored in the database, at most 16 characters), `label`,
+  `cli` (command name: `<cli> --resume <id>`), `home_folder` (`~/<home_folder>/
+  projects` is the default session root), `sessions_subfolder` (session files lie in
+  `<project>/<sessions_subfolder>/`; "" for the project folder itself, which only
+  one agent may use: the layout is how discovery tells agents apart),
+  `subagent_files` (whether `agent-*.jsonl` files are subagent transcripts) and
+  `leaf_rule` (NEWEST_LEAF or LAST_RECORD: where the CLI resumes).
+
+`tests/fake_agent.py` is such a module, and `tests/test_agents.py` imports, shows,
+forks and rewinds its sessions with no other change.
+
+What the module assumes and does not provide: copies are restamped by
+`writing.restamp`, so a record keeps its session id under `"sessionId"` (as both
+CLIs do), and the graph is the `uuid`/`parentUuid` chain `parse_line` reports.
+Outside the package: the `Session.agent`/`Project.agent` choices come from
+`AGENT_LABELS`, so a new agent also needs the `AlterField` migration
+`makemigrations` writes for them (until then pages show its name, not its label);
+CSS colours the badge by `.agent-<name>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from . import ParsedRecord, is_session_id
+
+# Where the CLI resumes a session: Claude Code takes the leaf whose conversation
+# record is newest; Qwen Code takes the last record in the file.
+NEWEST_LEAF = "newest_leaf"
+LAST_RECORD = "last_record"
+LEAF_RULES = (NEWEST_LEAF, LAST_RECORD)
+
+
+class AssistantPart(NamedTuple):
+    """One piece of an assistant message: `kind` is "text", "thinking" or "tool"."""
+
+    kind: str
+    text: str = ""
+    call_id: str = ""  # for "tool": the id its result names
+    name: str = ""
+    input: dict | None = None
+
+
+class ToolOutcome(NamedTuple):
+    """One tool result, paired with its call by `call_id`."""
+
+    call_id: str
+    text: str
+    is_error: bool
+    images: tuple[tuple[str, str], ...] = ()  # (media type, base64 data), unchecked
+    details: Any = None  # structured result the CLI keeps beside it (e.g. a subagent's id)
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """What one CLI does its own way; see the module docstring for each attribute."""
+
+    name: str
+    label: str
+    cli: str
+    home_folder: str
+    sessions_subfolder: str
+    subagent_files: bool
+    leaf_rule: str
+    parse_line: Callable[[bytes], ParsedRecord]
+    message_text: Callable[[Any], str]
+    record_text: Callable[[dict], str]
+    content_blocks: Callable[[dict], list[dict]]
+    image_of: Callable[[dict], tuple[str, str] | None]
+    assistant_parts: Callable[[dict], list[AssistantPart]]
+    tool_results: Callable[[dict], list[ToolOutcome]]
+    title_line: Callable[..., bytes]
+    rewind_line: Callable[..., bytes] | None
+
+    def __post_init__(self) -> None:
+        if not self.name or len(self.name) > 16:
+            raise ValueError(f"agent name {self.name!r}: 1 to 16 characters (a database column)")
+        if self.leaf_rule not in LEAF_RULES:
+            raise ValueError(f"agent {self.name}: leaf_rule must be one of {LEAF_RULES}")
+        if self.rewind_line is not None and self.leaf_rule != LAST_RECORD:
+            # An appended marker steers the resume only where the last record does.
+            raise ValueError(f"agent {self.name}: a rewind by appending needs {LAST_RECORD}")
+        if "/" in self.sessions_subfolder or self.sessions_subfolder in (".", ".."):
+            raise ValueError(f"agent {self.name}: sessions_subfolder is one folder name")
+
+    @property
+    def rewinds_by_appending(self) -> bool:
+        """Whether a rewind appends the CLI's own marker instead of rewriting the file."""
+        return self.rewind_line is not None
+
+    def sessions_folder(self, project_folder: Path) -> Path:
+        """The folder of a project that holds its session files."""
+        sub = self.sessions_subfolder
+        return project_folder / sub if sub else project_folder
+
+    def session_file(self, project_folder: Path, session_id: str) -> Path:
+        """Where session `session_id` of the project at `project_folder` is kept."""
+        return self.sessions_folder(project_folder) / f"{session_id}.jsonl"
+
+    def project_folder_of(self, path: Path) -> Path | None:
+        """The project folder of a session file at `path`; None when the layout does not fit."""
+        folder = path.parent
+        if self.sessions_subfolder:
+            if folder.name != self.sessions_subfolder:
+                return None
+            folder = folder.parent
+        return folder
+
+    def is_session_path(self, path: Path) -> bool:
+        """Whether `path`, relative to a session root, is `<project>/[<sub>/]<id>.jsonl`."""
+        if path.suffix != ".jsonl" or not is_session_id(path.stem):
+            return False
+        folder = self.project_folder_of(path)
+        return folder is not None and len(folder.parts) == 1
