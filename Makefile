@@ -1,5 +1,5 @@
 # The two commands: `make run` serves the dashboard, `make test` runs every check.
-.PHONY: run test lint format bench venv
+.PHONY: run test test-fast checks property lint format bench venv
 
 PORT ?= 8000
 PY := .venv/bin/python
@@ -16,11 +16,28 @@ run: venv
 	trap 'kill $$watcher 2>/dev/null' EXIT INT TERM; \
 	BRANCHBOARD_WORKERS=2 $(PY) -m gunicorn branchboard.wsgi --config deploy/gunicorn.conf.py --bind 127.0.0.1:$(PORT)
 
-test: venv
+TEST_DATA = BRANCHBOARD_DATA_DIR=$${BRANCHBOARD_DATA_DIR:-$(CURDIR)/.cache/test-data}
+
+# Lint, format, migrations, layer contracts and types: the habits that keep the code in shape.
+checks: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run -v 0
-	BRANCHBOARD_DATA_DIR=$${BRANCHBOARD_DATA_DIR:-$(CURDIR)/.cache/test-data} $(PY) -m pytest $(PYTEST_ARGS)
+	$(TEST_DATA) .venv/bin/lint-imports
+	$(TEST_DATA) $(PY) -m mypy sessions_app
+
+test: checks
+	$(TEST_DATA) $(PY) -m pytest $(PYTEST_ARGS)
+
+# Everything but the browser and real-CLI tests: the quick loop while working.
+test-fast: checks
+	$(TEST_DATA) $(PY) -m pytest -m "not browser and not compat" $(PYTEST_ARGS)
+
+# The long run of the stateful property test (BRANCHBOARD_PROPERTY_EXAMPLES examples).
+property: venv
+	$(TEST_DATA) BRANCHBOARD_PROPERTY_EXAMPLES=$${BRANCHBOARD_PROPERTY_EXAMPLES:-300} \
+		BRANCHBOARD_PROPERTY_STEPS=$${BRANCHBOARD_PROPERTY_STEPS:-20} \
+		$(PY) -m pytest tests/test_trust_machine.py $(PYTEST_ARGS)
 
 format: venv
 	$(PY) -m ruff format .

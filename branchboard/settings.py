@@ -195,7 +195,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "branchboard.sqlite3",
+            "NAME": str(DATA_DIR / "branchboard.sqlite3"),
             "OPTIONS": {
                 # WAL lets the pages read while an import writes; IMMEDIATE makes a
                 # writer take the lock up front instead of failing half-way.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -30,14 +30,14 @@ from .services.branching import (
 )
 from .services.branching.inputs import fork_input, rewind_input
 from .services.fresh_start import fresh_start
-from .views import session_or_404
+from .views import HtmxHttpRequest, session_or_404
 
 
-def _done(request: HttpRequest, url: str) -> HttpResponse:
+def _done(request: HtmxHttpRequest, url: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
-def _failed(request: HttpRequest, session: Session, error: BranchError) -> HttpResponse:
+def _failed(request: HtmxHttpRequest, session: Session, error: BranchError) -> HttpResponse:
     # A refused form post goes back to the transcript with the message; a refused
     # page (GET) or htmx request answers with the message and the error's status.
     if request.htmx or request.method == "GET":
@@ -52,7 +52,7 @@ def _failed(request: HttpRequest, session: Session, error: BranchError) -> HttpR
 
 @require_POST
 @require_write
-def fork(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+def fork(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Branch the whole session (no turn), fork from a turn, or edit & fork before it."""
     session = session_or_404(session_id)
     try:
@@ -80,7 +80,7 @@ def fork(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     return _done(request, url)
 
 
-def _fresh_start(request: HttpRequest, session: Session) -> HttpResponse:
+def _fresh_start(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     """Before turn 1 nothing is kept: prompt 1 to edit and a fresh start, nothing written."""
     start = fresh_start(session=session)
     template = "sessions_app/fresh_start.html"
@@ -91,7 +91,7 @@ def _fresh_start(request: HttpRequest, session: Session) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @require_write
-def rewind(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+def rewind(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """GET: the confirmation; POST: rewind so the CLI resumes after turn N-1."""
     session = session_or_404(session_id)
     form = request.GET if request.method == "GET" else request.POST
@@ -114,7 +114,7 @@ def rewind(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
 
 @require_POST
 @require_write
-def rewind_undo(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+def rewind_undo(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Undo the last rewind, while the session has not changed since."""
     session = session_or_404(session_id)
     try:

@@ -36,6 +36,12 @@ from .services.branching.inputs import fork_input, rewind_input
 from .services.fresh_start import fresh_start
 
 
+class ApiRequest(HttpRequest):
+    """A request the bearer token let in; the audit log names the token."""
+
+    api_token: ApiToken
+
+
 def _error(status: int, message: str) -> JsonResponse:
     return JsonResponse({"error": message}, status=status)
 
@@ -69,7 +75,7 @@ def token_required(*, write: bool) -> Callable:
         @csrf_exempt
         @login_not_required
         @wraps(view)
-        def wrapped(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+        def wrapped(request: ApiRequest, session_id: uuid.UUID) -> HttpResponse:
             header = request.headers.get("Authorization", "")
             scheme, _, key = header.partition(" ")
             token = None
@@ -83,10 +89,12 @@ def token_required(*, write: bool) -> Callable:
                 response = _error(401, "missing or invalid bearer token")
                 response["WWW-Authenticate"] = 'Bearer realm="branchboard"'
                 return response
-            if settings.TEAM_MODE and (token.user is None or not token.user.is_active):
-                return _error(401, "this token belongs to no active user")
-            if write and settings.TEAM_MODE and not token.user.has_perm(WRITE_PERMISSION):
-                return _error(403, "this token's user may not branch, fork or rewind")
+            user = token.user
+            if settings.TEAM_MODE:
+                if user is None or not user.is_active:
+                    return _error(401, "this token belongs to no active user")
+                if write and not user.has_perm(WRITE_PERMISSION):
+                    return _error(403, "this token's user may not branch, fork or rewind")
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
             request.api_token = token
             session = selectors.listed_session(session_id)
@@ -140,14 +148,14 @@ def session_json(session: Session, *, turns: bool = False) -> dict:
 
 @allow("GET")
 @token_required(write=False)
-def session_detail(request: HttpRequest, session: Session) -> HttpResponse:
+def session_detail(request: ApiRequest, session: Session) -> HttpResponse:
     """GET /api/sessions/<id>: metadata, turns with their prompt text, lineage."""
     return JsonResponse(session_json(session, turns=True))
 
 
 @allow("POST")
 @token_required(write=True)
-def session_fork_view(request: HttpRequest, session: Session) -> HttpResponse:
+def session_fork_view(request: ApiRequest, session: Session) -> HttpResponse:
     """POST /api/sessions/<id>/fork {"turn": N, "include_turn": bool, "title": str}.
 
     201 with the new session; 200 with `session_id: null`, prompt 1 and the command
@@ -174,7 +182,7 @@ def session_fork_view(request: HttpRequest, session: Session) -> HttpResponse:
 
 @allow("POST")
 @token_required(write=True)
-def session_rewind_view(request: HttpRequest, session: Session) -> HttpResponse:
+def session_rewind_view(request: ApiRequest, session: Session) -> HttpResponse:
     """POST /api/sessions/<id>/rewind {"turn": N}."""
     turn = rewind_input(turn=_body(request).get("turn"))
     rewound = session_rewind(session=session, turn=turn)
@@ -187,7 +195,7 @@ def session_rewind_view(request: HttpRequest, session: Session) -> HttpResponse:
 
 @allow("POST")
 @token_required(write=True)
-def session_rewind_undo_view(request: HttpRequest, session: Session) -> HttpResponse:
+def session_rewind_undo_view(request: ApiRequest, session: Session) -> HttpResponse:
     """POST /api/sessions/<id>/rewind/undo."""
     restored = session_rewind_undo(session=session)
     actor = actor_of_request(request, origin=API)

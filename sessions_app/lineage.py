@@ -48,8 +48,8 @@ def split_label(session: Session) -> str:
 def family_boxes(parent_of: dict[int, int], current: int) -> Box:
     """The bounded drawing of the family of `current`, given every child -> parent link."""
     children: dict[int, list[int]] = {}
-    for child, parent in sorted(parent_of.items()):
-        children.setdefault(parent, []).append(child)
+    for child, of in sorted(parent_of.items()):
+        children.setdefault(of, []).append(child)
     chain = [current]
     seen = {current}
     while (parent := parent_of.get(chain[-1])) is not None and parent not in seen:

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from .conversation import Node
 from .formats import AGENT_LABELS, Agent, agent_for
 
 TITLE_LIMIT = 300  # a session's title, in the database and in the title record we write
@@ -105,6 +106,7 @@ class Session(models.Model):
     imported_at = models.DateTimeField(null=True, blank=True)
 
     objects = SessionQuerySet.as_manager()
+    children_count: int  # set on a page of sessions by selectors.with_children_counts
 
     class Meta:
         constraints = [
@@ -144,6 +146,23 @@ class RecordQuerySet(models.QuerySet["Record"]):
     def turn_starts(self) -> RecordQuerySet:
         """The prompt that starts each turn (the one turn rule, stored at import)."""
         return self.filter(starts_turn=True)
+
+    def graph_nodes(self) -> list[Node]:
+        """The conversation graph's view of these records, in file order."""
+        rows = self.order_by("line").values_list(
+            "line",
+            "uuid",
+            "parent_uuid",
+            "kind",
+            "timestamp",
+            "sidechain",
+            "logical_parent_uuid",
+            "text",
+        )
+        return [
+            Node(line, uuid or None, parent or None, kind, ts, side, logical or None, text or None)
+            for line, uuid, parent, kind, ts, side, logical, text in rows.iterator(chunk_size=5000)
+        ]
 
     def through(self, turn: int) -> RecordQuerySet:
         """Records of turns 1..`turn`, and those before the first turn."""

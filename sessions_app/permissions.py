@@ -4,21 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
+
 WRITE_PERMISSION = "sessions_app.write_sessions"
 
 
-def can_write(user: object) -> bool:
+def can_write(user: User | AnonymousUser) -> bool:
     """Whether `user` may branch, fork and rewind."""
     if not settings.TEAM_MODE:
         return True
-    return bool(user is not None and getattr(user, "is_authenticated", False)) and user.has_perm(
-        WRITE_PERMISSION
-    )
+    return user.is_authenticated and user.has_perm(WRITE_PERMISSION)
 
 
 def require_write(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:

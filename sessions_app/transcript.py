@@ -110,7 +110,9 @@ class ToolCall:
                 return str(path), "\n".join(olds), "\n".join(news)
         if self.name in ("Write", "write_file"):
             content = args.get("content")
-            original = data.get("originalFile") if isinstance(data.get("originalFile"), str) else ""
+            original = data.get("originalFile")
+            if not isinstance(original, str):
+                original = ""
             if isinstance(content, str):
                 return str(path), original, content
         return None
@@ -133,7 +135,6 @@ class Turn:
     number: int | None
     prompt: str = ""
     prompt_line: int | None = None
-    prompt_kind: str = PROMPT
     images: list[Image] = field(default_factory=list)
     timestamp: Any = None
     items: list[Item] = field(default_factory=list)
@@ -166,7 +167,6 @@ def build_turns(records: Iterable[RawRecord], agent: str, *, show_all: bool = Fa
         if rec.kind in (PROMPT, COMMAND) and current.prompt_line is None and rec.turn is not None:
             current.prompt = display_prompt(rec.text or _message_text(rec.data, spec))
             current.prompt_line = rec.line
-            current.prompt_kind = rec.kind
             current.images = _images(rec.data, spec)
             current.timestamp = rec.timestamp
             continue

@@ -7,8 +7,10 @@ import uuid
 
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_safe
+from django_htmx.middleware import HtmxDetails
 
 from . import exporting, selectors
 from .lineage import lineage_svg
@@ -21,6 +23,12 @@ from .transcript import build_turns
 AGENT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Record ids are UUIDs in both CLIs; a damaged or hand-made file may hold others.
 LEAF_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request after django-htmx's middleware: `request.htmx` is truthy when htmx sent it."""
+
+    htmx: HtmxDetails
 
 
 def session_or_404(session_id: uuid.UUID) -> Session:
@@ -44,7 +52,7 @@ def _search(request: HttpRequest) -> str:
 
 
 @require_safe
-def project_list(request: HttpRequest) -> HttpResponse:
+def project_list(request: HtmxHttpRequest) -> HttpResponse:
     """Every project, most recently active first, with a filter box."""
     query = _search(request)
     projects = selectors.projects_for_dashboard(query=query)
@@ -55,7 +63,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
 
 
 @require_safe
-def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The sessions of one project: sorted, filtered, paginated."""
     project = get_object_or_404(Project, pk=pk)
     query = _search(request)
@@ -77,7 +85,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_safe
-def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """The transcript: the active branch (or an abandoned one), a page of turns at a time."""
     session = session_or_404(session_id)
     show_all = request.GET.get("all") == "1"
@@ -90,18 +98,21 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     total = branch.turns if branch else session.turn_count
     after = _int(request.GET.get("after"), 0, high=total)
     last = after + selectors.PAGE_TURNS
-    page = {"first_turn": after + 1, "last_turn": last, "show_all": show_all}
     if branch:
-        records = selectors.branch_records(session, branch, **page)
+        records = selectors.branch_records(
+            session, branch, first_turn=after + 1, last_turn=last, show_all=show_all
+        )
     else:
-        records = selectors.transcript_records(session, **page)
+        records = selectors.transcript_records(
+            session, first_turn=after + 1, last_turn=last, show_all=show_all
+        )
     turns = build_turns(records, session.agent, show_all=show_all)
     if not branch:
         by_turn: dict[int, list[dict]] = {}
         for abandoned in session.abandoned:
             by_turn.setdefault(abandoned["at_turn"], []).append(abandoned)
         for turn in turns:
-            turn.abandoned = by_turn.get(turn.number, [])
+            turn.abandoned = by_turn.get(turn.number, []) if turn.number is not None else []
             turn.leaving = session.turn_count - (turn.number or 0) + 1
     context = {
         "session": session,
@@ -175,7 +186,7 @@ def lineage(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
 
 
 @require_safe
-def export(request: HttpRequest, session_id: uuid.UUID, fmt: str) -> HttpResponse:
+def export(request: HttpRequest, session_id: uuid.UUID, fmt: str) -> HttpResponseBase:
     """Download a session: its JSONL byte for byte, Markdown, or one HTML page."""
     session = session_or_404(session_id)
     name = f"{session.session_id}"
@@ -186,6 +197,7 @@ def export(request: HttpRequest, session_id: uuid.UUID, fmt: str) -> HttpRespons
             # A link or a FIFO planted in a root must never be served.
             raise Http404("the session file is gone") from None
         return FileResponse(f, as_attachment=True, filename=f"{name}.jsonl")
+    response: StreamingHttpResponse
     if fmt == "md":
         response = StreamingHttpResponse(
             exporting.markdown_chunks(session), content_type="text/markdown; charset=utf-8"

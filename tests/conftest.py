@@ -1,21 +1,32 @@
+"""Fixtures over the fixture corpus (tests/fixtures), imported once per module where it can be.
+
+`imported` is what most tests want: the corpus, idle and imported. The import is made
+once per module, inside a transaction that ends with the module (as Django's
+`TestCase.setUpTestData` does for a class); each test runs in a savepoint inside it,
+and the files it forked, rewound or appended to are put back after it. A transactional
+test (threads or processes that read the index) takes `imported_committed` instead.
+"""
+
 from __future__ import annotations
 
-import os
 import shutil
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.db import transaction
+from pytest_django import DjangoDbBlocker
 
-FIXTURES = Path(__file__).parent / "fixtures"
-CLAUDE_ROOTS = ("cli/claude", "public/claude")
-QWEN_ROOTS = ("cli/qwen", "synthetic/qwen")
-ALL_ROOTS = CLAUDE_ROOTS + QWEN_ROOTS
+from .corpus import ALL_ROOTS, FIXTURES, CorpusCopy, make_idle
+
+# The module transactions open now (one at most), with the blocker that lets them reach
+# the database; a transactional test ends them first (see pytest_runtest_setup).
+_OPEN: list[tuple[transaction.Atomic, DjangoDbBlocker]] = []
 
 
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
-    """A writable copy of the fixture corpus, so tests can grow and damage files."""
+    """A writable copy of the fixture corpus, not imported, so tests can grow and damage files."""
     target = tmp_path / "corpus"
     shutil.copytree(FIXTURES, target)
     return target
@@ -26,16 +37,87 @@ def corpus_roots(corpus: Path) -> list[Path]:
     return [corpus / r for r in ALL_ROOTS]
 
 
-def make_idle(root: Path) -> None:
-    """Make session files look finished (written a minute ago), as the rewind guard wants."""
-    old = time.time() - 60
-    for path in root.rglob("*.jsonl"):
-        os.utime(path, (old, old))
+@pytest.fixture(scope="session")
+def corpus_copy(tmp_path_factory: pytest.TempPathFactory) -> CorpusCopy:
+    """The one copy of the corpus that `imported` hands out, put back after each test."""
+    return CorpusCopy(tmp_path_factory.mktemp("shared"))
+
+
+@pytest.fixture(scope="module")
+def module_transaction(django_db_setup: None, django_db_blocker: DjangoDbBlocker) -> Iterator[None]:
+    """A transaction around the rest of the module, rolled back when the module ends.
+
+    Rows written in it (an import made once for the module) are seen by every later test
+    of the module; each test's own transaction is a savepoint inside it, so what the test
+    writes is undone after it.
+    """
+    with django_db_blocker.unblock():
+        atomic = transaction.atomic()
+        atomic.__enter__()
+    _OPEN.append((atomic, django_db_blocker))
+    yield
+    _end_module_transactions()
+
+
+def _end_module_transactions() -> None:
+    while _OPEN:
+        atomic, blocker = _OPEN.pop()
+        with blocker.unblock():
+            transaction.set_rollback(True)
+            atomic.__exit__(None, None, None)
+
+
+def _is_transactional(item: pytest.Item) -> bool:
+    """Whether pytest-django runs `item` as a TransactionTestCase (its rows are committed)."""
+    marker = item.get_closest_marker("django_db")
+    if marker and (
+        marker.kwargs.get("transaction")
+        or marker.kwargs.get("reset_sequences")
+        or (marker.args and marker.args[0])
+    ):
+        return True
+    names = getattr(item, "fixturenames", ())
+    return "transactional_db" in names or "live_server" in names
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # pytest-django runs the transactional tests last; the module transaction of the
+    # last module before them may still be open, and they need the database to themselves.
+    if _is_transactional(item):
+        _end_module_transactions()
+
+
+@pytest.fixture(scope="module")
+def imported_for_module(
+    corpus_copy: CorpusCopy, module_transaction: None, django_db_blocker: DjangoDbBlocker
+) -> Path:
+    """The corpus imported once, for the tests of one module (see `imported`)."""
+    from sessions_app.services.importing import sessions_import
+
+    corpus_copy.restore()
+    with django_db_blocker.unblock():
+        report = sessions_import(roots=corpus_copy.roots)
+    assert not report.errors, report.errors
+    return corpus_copy.path
 
 
 @pytest.fixture
-def imported(corpus: Path, corpus_roots: list[Path], db: None) -> Path:
-    """The fixture corpus, idle and imported."""
+def imported(
+    request: pytest.FixtureRequest, imported_for_module: Path, corpus_copy: CorpusCopy, db: None
+) -> Iterator[Path]:
+    """The fixture corpus, idle and imported; the test may fork, rewind and append at will."""
+    if _is_transactional(request.node):
+        pytest.fail("a transactional test needs its rows committed: use imported_committed")
+    if not _OPEN:
+        pytest.fail("the module's transaction ended early: a transactional test ran before")
+    yield imported_for_module
+    corpus_copy.restore()
+
+
+@pytest.fixture
+def imported_committed(corpus: Path, corpus_roots: list[Path], transactional_db: None) -> Path:
+    """The corpus copied and imported for this test alone, committed for other connections."""
     from sessions_app.services.importing import sessions_import
 
     make_idle(corpus)
@@ -43,49 +125,9 @@ def imported(corpus: Path, corpus_roots: list[Path], db: None) -> Path:
     return corpus
 
 
-EVIL = "<script>alert(1)</script> <img src=x onerror=alert(2)> [click me](javascript:alert(3))"
+@pytest.fixture
+def token(db: None) -> str:
+    """A bearer token for the JSON API (local mode: it belongs to no user)."""
+    from sessions_app.models import ApiToken
 
-
-def write_evil_session(root: Path) -> str:
-    """A session whose prompt, reply and tool output try to run script; returns its id."""
-    import uuid
-
-    import orjson
-
-    folder = root / "-evil"
-    folder.mkdir(parents=True, exist_ok=True)
-    sid = str(uuid.uuid4())
-    base = {"sessionId": sid, "cwd": "/evil"}
-    records = [
-        {
-            **base,
-            "type": "user",
-            "uuid": "u1",
-            "parentUuid": None,
-            "timestamp": "2026-01-01T00:00:00Z",
-            "message": {"content": EVIL},
-        },
-        {
-            **base,
-            "type": "assistant",
-            "uuid": "a1",
-            "parentUuid": "u1",
-            "timestamp": "2026-01-01T00:00:01Z",
-            "message": {
-                "content": [
-                    {"type": "text", "text": EVIL},
-                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": EVIL}},
-                ]
-            },
-        },
-        {
-            **base,
-            "type": "user",
-            "uuid": "r1",
-            "parentUuid": "a1",
-            "timestamp": "2026-01-01T00:00:02Z",
-            "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": EVIL}]},
-        },
-    ]
-    (folder / f"{sid}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
-    return sid
+    return ApiToken.issue(name="tests")[1]

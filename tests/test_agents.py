@@ -35,7 +35,7 @@ from sessions_app.services.branching import session_fork, session_rewind, sessio
 from sessions_app.services.importing import sessions_import
 
 from . import fake_agent
-from .conftest import make_idle
+from .corpus import make_idle
 
 APP = Path(__file__).resolve().parent.parent / "sessions_app"
 TEMPLATES = APP.parent / "templates"

@@ -13,18 +13,13 @@ from django.core.management import call_command
 from django.urls import get_resolver
 
 from sessions_app.api_schema import OPENAPI
-from sessions_app.models import ApiToken, AuditEntry, Session
+from sessions_app.models import AuditEntry, Session
 from sessions_app.services import branching
 
 pytestmark = pytest.mark.django_db
 
 WEBAPP = "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl"
 WEBAPP_ID = "d62afd75-12b1-4077-921c-1fa1eda79364"
-
-
-@pytest.fixture
-def token() -> str:
-    return ApiToken.issue(name="tests")[1]
 
 
 def api(

@@ -24,7 +24,7 @@ from sessions_app.formats import CLAUDE, detect_agent_from_path, parse_line, par
 from sessions_app.models import Record, Session
 from sessions_app.services.importing import ImportReport, sessions_import
 
-from .conftest import FIXTURES, make_idle
+from .corpus import FIXTURES, make_idle
 from .facts import FORKS_TREE, SUBAGENT_FILES, TURNS
 
 ROOT = Path(__file__).resolve().parent.parent

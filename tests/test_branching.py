@@ -35,6 +35,7 @@ from sessions_app.services.branching import (
 )
 from sessions_app.services.importing import sessions_import
 
+from .factories import assistant_record, one_turn, user_record, write_session
 from .facts import FORKS_TREE, IDEAS_REWIND, QWEN_MID_TURN, TURNS
 from .reading import analyse_file
 
@@ -295,44 +296,14 @@ def test_guard_rewind_refuses_a_session_being_written(imported: Path) -> None:
 
 def test_guard_rewind_refuses_an_unanswered_tool_call(tmp_path: Path) -> None:
     folder = tmp_path / "-w"
-    folder.mkdir()
     sid = str(uuid.uuid4())
-    recs = [
-        {
-            "type": "user",
-            "uuid": "u1",
-            "parentUuid": None,
-            "sessionId": sid,
-            "timestamp": "2026-01-01T00:00:00Z",
-            "message": {"content": "one"},
-        },
-        {
-            "type": "assistant",
-            "uuid": "a1",
-            "parentUuid": "u1",
-            "sessionId": sid,
-            "timestamp": "2026-01-01T00:00:01Z",
-            "message": {"content": [{"type": "text", "text": "ok"}]},
-        },
-        {
-            "type": "user",
-            "uuid": "u2",
-            "parentUuid": "a1",
-            "sessionId": sid,
-            "timestamp": "2026-01-01T00:00:02Z",
-            "message": {"content": "two"},
-        },
-        {
-            "type": "assistant",
-            "uuid": "a2",
-            "parentUuid": "u2",
-            "sessionId": sid,
-            "timestamp": "2026-01-01T00:00:03Z",
-            "message": {"content": [{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}]},
-        },
+    call = {"type": "tool_use", "id": "t", "name": "Bash", "input": {}}
+    records = [
+        *one_turn(sid, "one", "ok"),
+        user_record("two", sid=sid, parent="a1", uuid_="u2", timestamp="2026-01-01T00:00:02Z"),
+        assistant_record([call], sid=sid, parent="u2", timestamp="2026-01-01T00:00:03Z"),
     ]
-    path = folder / f"{sid}.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    path = write_session(folder, records)
     idle(path)
     sessions_import(roots=[tmp_path])
     with pytest.raises(SessionBusy, match="tool call that has no result"):
@@ -387,8 +358,8 @@ def test_fork_command_errors_have_exit_codes(imported: Path) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_forks_at_once_get_different_titles(imported: Path) -> None:
-    source = session_at(imported, WEBAPP)
+def test_two_forks_at_once_get_different_titles(imported_committed: Path) -> None:
+    source = session_at(imported_committed, WEBAPP)
     titles: list[str] = []
     errors: list[BaseException] = []
     barrier = threading.Barrier(2)

@@ -26,13 +26,14 @@ import orjson
 import pytest
 from django.db import OperationalError, connection
 from django.test import Client
+from pytest_django import DjangoDbBlocker
 
 from sessions_app import selectors
 from sessions_app.conversation import Node, analyse
 from sessions_app.models import ApiToken, Project, Session
 from sessions_app.services.importing import sessions_import
 
-from .conftest import FIXTURES
+from .corpus import FIXTURES
 
 ROOT = Path(__file__).resolve().parent.parent
 WEBAPP = FIXTURES / "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl"
@@ -95,19 +96,14 @@ def database_locked() -> Iterator[None]:
         other.close()
 
 
-@pytest.fixture
-def imported_tx(corpus: Path, corpus_roots: list[Path], short_lock_wait: None) -> Path:
-    """The corpus imported outside a test transaction, so other connections see it."""
-    sessions_import(roots=corpus_roots)
-    return corpus
-
-
-def test_a_lock_held_too_long_is_busy_not_500_on_pages_and_api(imported_tx: Path) -> None:
+def test_a_lock_held_too_long_is_busy_not_500_on_pages_and_api(
+    imported_committed: Path, short_lock_wait: None
+) -> None:
     _, key = ApiToken.issue(name="t")
     client = Client(raise_request_exception=False)
     api = {"HTTP_AUTHORIZATION": f"Bearer {key}", "content_type": "application/json"}
     fork_url, page_url = f"/sessions/{WEBAPP_ID}/fork/", f"/sessions/{WEBAPP_ID}/"
-    folder = imported_tx / "cli/claude/-home-dev-code-webapp"
+    folder = imported_committed / "cli/claude/-home-dev-code-webapp"
     before = sorted(p.name for p in folder.iterdir())
     with database_locked():
         page = client.post(fork_url, {"turn": "2"})
@@ -181,11 +177,9 @@ def test_watcher_survives_a_locked_database_and_logs_why(tmp_path: Path) -> None
     first, locked_out, later = (str(uuid.uuid4()) for _ in range(3))
     _copy_session(folder, first)
     env = _subprocess_env(data, BRANCHBOARD_ROOTS=str(root), BRANCHBOARD_DB_TIMEOUT="1")
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
-    )
     db, log = data / "branchboard.sqlite3", data / "import.log"
     out = (tmp_path / "stdout").open("wb")
+    # No migrate first: the watcher sets up the fresh database itself.
     watcher = subprocess.Popen(
         [sys.executable, "manage.py", "import_sessions", "--watch", "--no-progress"],
         cwd=ROOT,
@@ -222,7 +216,10 @@ def test_watcher_survives_a_locked_database_and_logs_why(tmp_path: Path) -> None
     assert "database is locked" in printed  # and the warning reached the terminal
 
 
-def test_an_import_pass_that_raises_is_logged_and_survived(monkeypatch, caplog) -> None:
+def test_an_import_pass_that_raises_is_logged_and_survived(
+    monkeypatch, caplog, transactional_db: None
+) -> None:
+    """The pass first closes stale connections: it needs the database, outside a test transaction."""
     from sessions_app.management.commands import import_sessions as command
 
     def broken(**kwargs: object) -> None:
@@ -313,10 +310,22 @@ def long_session_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, s
     return root, session_id, leaf
 
 
-@pytest.fixture
-def long_session(long_session_file: tuple[Path, str, str], db: None) -> tuple[Session, str]:
+@pytest.fixture(scope="module")
+def long_session_imported(
+    long_session_file: tuple[Path, str, str],
+    module_transaction: None,
+    django_db_blocker: DjangoDbBlocker,
+) -> tuple[str, str]:
+    """Imported once for the module: the tests only read it (see conftest.module_transaction)."""
     root, session_id, leaf = long_session_file
-    sessions_import(roots=[root])
+    with django_db_blocker.unblock():
+        sessions_import(roots=[root])
+    return session_id, leaf
+
+
+@pytest.fixture
+def long_session(long_session_imported: tuple[str, str], db: None) -> tuple[Session, str]:
+    session_id, leaf = long_session_imported
     session = Session.objects.get(session_id=session_id)
     assert session.turn_count == COPIES * 30
     assert [b["leaf_uuid"] for b in session.abandoned] == [leaf]
@@ -398,7 +407,7 @@ def test_branch_pages_are_the_branch_a_whole_walk_finds(
         ("x" * 5000, 400),
         ("a b", 400),
         ("abc\n", 400),
-        (str(uuid.uuid4()), 404),  # no such record
+        ("0b5e4c6e-3f8a-4d2b-9c1e-7a6f5d4c3b2a", 404),  # no such record
         ("active", 404),  # a record, but on the active branch
     ],
 )

@@ -18,7 +18,7 @@ from sessions_app.formats import (
     parse_line,
 )
 
-from .conftest import FIXTURES
+from .corpus import FIXTURES
 from .facts import (
     COMPACTED,
     FORKS_TREE,

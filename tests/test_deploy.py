@@ -136,9 +136,11 @@ def _nginx() -> str:
     return nginx
 
 
-def _certificate(tmp_path: Path) -> tuple[Path, Path]:
-    """A throwaway self-signed certificate and its key."""
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A throwaway self-signed certificate and its key, made once: the tests only read them."""
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
     subprocess.run(
         [
             "openssl",
@@ -163,9 +165,9 @@ def _certificate(tmp_path: Path) -> tuple[Path, Path]:
     return cert, key
 
 
-def test_nginx_site_is_valid(tmp_path: Path) -> None:
+def test_nginx_site_is_valid(tmp_path: Path, certificate: tuple[Path, Path]) -> None:
     nginx = _nginx()
-    cert, key = _certificate(tmp_path)
+    cert, key = certificate
     site = (DEPLOY / "nginx-branchboard.conf").read_text()
     site = site.replace("/etc/letsencrypt/live/branchboard.example.com/fullchain.pem", str(cert))
     site = site.replace("/etc/letsencrypt/live/branchboard.example.com/privkey.pem", str(key))
@@ -212,10 +214,12 @@ def _site_behind(app_port: int, https_port: int, http_port: int, cert: Path, key
 
 
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted-proxy", "no-trusted-proxy"])
-def test_audit_log_records_the_client_address_through_nginx(tmp_path: Path, trusted: bool) -> None:
+def test_audit_log_records_the_client_address_through_nginx(
+    tmp_path: Path, certificate: tuple[Path, Path], trusted: bool
+) -> None:
     """A write through the shipped nginx site, from 127.0.0.7, with a forged header."""
     nginx = _nginx()
-    cert, key = _certificate(tmp_path)
+    cert, key = certificate
     roots = tmp_path / "roots"
     folder = roots / "-home-dev-code-webapp"
     folder.mkdir(parents=True)
@@ -228,7 +232,7 @@ def test_audit_log_records_the_client_address_through_nginx(tmp_path: Path, trus
         BRANCHBOARD_WORKERS="1",
     )
     manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+    # The import sets up the fresh database first (a separate migrate is one start-up more).
     subprocess.run([*manage, "import_sessions", "-v", "0"], cwd=ROOT, env=env, check=True)
     token = subprocess.run(
         [*manage, "create_api_token", "--name", "deploy-test"],

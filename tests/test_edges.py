@@ -17,10 +17,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from markdown_it import MarkdownIt
 
-from sessions_app.models import ApiToken, AuditEntry, Session
+from sessions_app.models import AuditEntry, Session
 from sessions_app.services.importing import sessions_import
 
-from .conftest import EVIL, write_evil_session
+from .factories import EVIL, one_turn, write_evil_session, write_session
 
 pytestmark = pytest.mark.django_db
 
@@ -35,11 +35,6 @@ HX = {"HTTP_HX_REQUEST": "true"}
 
 def files(root: Path) -> list[str]:
     return sorted(str(p) for p in root.rglob("*") if p.is_file())
-
-
-@pytest.fixture
-def token() -> str:
-    return ApiToken.issue(name="edges")[1]
 
 
 def post_api(client, url: str, token: str, body: bytes, **extra):
@@ -242,21 +237,7 @@ def test_markdown_export_of_a_hostile_session_renders_nothing_live(client, tmp_p
 def markdown_export(client, root: Path, prompt: str, reply: str) -> str:
     """The Markdown export of a one-turn session with this prompt and reply."""
     sid = str(uuid.uuid4())
-    base = {"sessionId": sid, "cwd": "/code", "timestamp": "2026-01-01T00:00:00Z"}
-    records = [
-        {**base, "type": "user", "uuid": "u1", "parentUuid": None, "message": {"content": prompt}},
-        {
-            **base,
-            "type": "assistant",
-            "uuid": "a1",
-            "parentUuid": "u1",
-            "message": {"content": [{"type": "text", "text": reply}]},
-        },
-    ]
-    (root / "-code").mkdir(exist_ok=True)
-    (root / "-code" / f"{sid}.jsonl").write_bytes(
-        b"".join(orjson.dumps(r) + b"\n" for r in records)
-    )
+    write_session(root / "-code", one_turn(sid, prompt, reply, cwd="/code"))
     sessions_import(roots=[root])
     response = client.get(f"/sessions/{sid}/export.md")
     assert response.status_code == 200

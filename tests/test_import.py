@@ -15,7 +15,8 @@ from django.core.management import call_command
 from sessions_app.models import Project, Record, Session
 from sessions_app.services.importing import sessions_import
 
-from .conftest import ALL_ROOTS
+from .corpus import ALL_ROOTS, FIXTURES
+from .factories import assistant_record, make_session, user_record
 from .facts import FORKS_TREE, SUBAGENT_FILES, TURNS
 
 pytestmark = pytest.mark.django_db
@@ -23,52 +24,6 @@ pytestmark = pytest.mark.django_db
 
 def _session(corpus: Path, relpath: str) -> Session:
     return Session.objects.get(path=str(corpus / relpath))
-
-
-def _user(text: str, parent: str | None, sid: str, ts: str = "2026-01-01T00:00:00.000Z") -> dict:
-    return {
-        "type": "user",
-        "uuid": str(uuid.uuid4()),
-        "parentUuid": parent,
-        "sessionId": sid,
-        "timestamp": ts,
-        "cwd": "/work/demo",
-        "message": {"role": "user", "content": text},
-    }
-
-
-def _assistant(text: str, parent: str, sid: str, ts: str = "2026-01-01T00:00:01.000Z") -> dict:
-    return {
-        "type": "assistant",
-        "uuid": str(uuid.uuid4()),
-        "parentUuid": parent,
-        "sessionId": sid,
-        "timestamp": ts,
-        "message": {
-            "id": f"msg_{uuid.uuid4().hex}",
-            "role": "assistant",
-            "model": "claude-test",
-            "content": [{"type": "text", "text": text}],
-            "usage": {"input_tokens": 3, "output_tokens": 2},
-        },
-    }
-
-
-def make_session(root: Path, turns: int, *, project: str = "-work-demo") -> tuple[Path, list[dict]]:
-    """A small Claude Code session file with `turns` prompt/answer pairs."""
-    sid = str(uuid.uuid4())
-    folder = root / project
-    folder.mkdir(parents=True, exist_ok=True)
-    records: list[dict] = []
-    parent = None
-    for n in range(turns):
-        u = _user(f"prompt {n + 1}", parent, sid, f"2026-01-01T00:{n:02d}:00.000Z")
-        a = _assistant(f"answer {n + 1}", u["uuid"], sid, f"2026-01-01T00:{n:02d}:30.000Z")
-        records += [u, a]
-        parent = a["uuid"]
-    path = folder / f"{sid}.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
-    return path, records
 
 
 def test_corpus_imports_with_the_listed_turn_counts(corpus: Path, corpus_roots: list[Path]) -> None:
@@ -147,8 +102,10 @@ def test_grown_file_reads_only_new_bytes(tmp_path: Path) -> None:
     first_ids = list(session.records.order_by("line").values_list("id", flat=True))
     size_before = path.stat().st_size
     sid = records[0]["sessionId"]
-    u = _user("prompt 3", records[-1]["uuid"], sid, "2026-01-01T01:00:00.000Z")
-    a = _assistant("answer 3", u["uuid"], sid, "2026-01-01T01:00:30.000Z")
+    u = user_record(
+        "prompt 3", sid=sid, parent=records[-1]["uuid"], timestamp="2026-01-01T01:00:00Z"
+    )
+    a = assistant_record("answer 3", sid=sid, parent=u["uuid"], timestamp="2026-01-01T01:00:30Z")
     with path.open("ab") as f:
         f.write(orjson.dumps(u) + b"\n" + orjson.dumps(a) + b"\n")
     report = sessions_import(roots=[tmp_path])
@@ -163,7 +120,9 @@ def test_grown_file_reads_only_new_bytes(tmp_path: Path) -> None:
 def test_half_written_last_line_is_read_again_when_complete(tmp_path: Path) -> None:
     path, records = make_session(tmp_path, 1)
     sid = records[0]["sessionId"]
-    u = _user("second prompt", records[-1]["uuid"], sid, "2026-01-01T02:00:00.000Z")
+    u = user_record(
+        "second prompt", sid=sid, parent=records[-1]["uuid"], timestamp="2026-01-01T02:00:00Z"
+    )
     line = orjson.dumps(u) + b"\n"
     with path.open("ab") as f:
         f.write(line[:25])
@@ -218,7 +177,10 @@ def test_bad_lines_are_counted_and_named(tmp_path: Path) -> None:
 def test_non_utf8_bytes_do_not_lose_the_record(tmp_path: Path) -> None:
     path, records = make_session(tmp_path, 1)
     sid = records[0]["sessionId"]
-    line = orjson.dumps(_user("caf\u00e9 X", records[-1]["uuid"], sid, "2026-01-02T00:00:00Z"))
+    cafe = user_record(
+        "caf\u00e9 X", sid=sid, parent=records[-1]["uuid"], timestamp="2026-01-02T00:00:00Z"
+    )
+    line = orjson.dumps(cafe)
     line = line.replace("\u00e9".encode(), b"\xff") + b"\n"
     with path.open("ab") as f:
         f.write(line)
@@ -232,7 +194,7 @@ def test_html_and_control_characters_are_stored_as_text(tmp_path: Path) -> None:
     path, _records = make_session(tmp_path, 0)
     sid = str(uuid.uuid4())
     evil = "<script>alert(1)</script>\x00\x07 [x](javascript:alert(1))"
-    path.write_bytes(orjson.dumps(_user(evil, None, sid)) + b"\n")
+    path.write_bytes(orjson.dumps(user_record(evil, sid=sid)) + b"\n")
     sessions_import(roots=[tmp_path])
     session = Session.objects.get()
     assert session.turn_count == 1
@@ -242,7 +204,9 @@ def test_html_and_control_characters_are_stored_as_text(tmp_path: Path) -> None:
 def test_huge_line_is_imported_with_bounded_text(tmp_path: Path) -> None:
     path, records = make_session(tmp_path, 1)
     sid = records[0]["sessionId"]
-    big = _user("x" * 5_000_000, records[-1]["uuid"], sid, "2026-01-02T00:00:00Z")
+    big = user_record(
+        "x" * 5_000_000, sid=sid, parent=records[-1]["uuid"], timestamp="2026-01-02T00:00:00Z"
+    )
     with path.open("ab") as f:
         f.write(orjson.dumps(big) + b"\n")
     sessions_import(roots=[tmp_path])
@@ -346,8 +310,6 @@ def test_env_roots_are_used_by_default(tmp_path: Path, settings) -> None:
 
 
 def test_all_fixture_roots_exist() -> None:
-    from .conftest import FIXTURES
-
     assert all((FIXTURES / r).is_dir() for r in ALL_ROOTS)
     assert os.access(FIXTURES, os.R_OK)
 

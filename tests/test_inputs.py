@@ -11,18 +11,13 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from sessions_app.models import ApiToken, AuditEntry, Session
+from sessions_app.models import AuditEntry, Session
 from sessions_app.services.branching import BranchError
 from sessions_app.services.branching.inputs import fork_input, rewind_input
 
 pytestmark = pytest.mark.django_db
 
 WEBAPP_ID = "d62afd75-12b1-4077-921c-1fa1eda79364"
-
-
-@pytest.fixture
-def token() -> str:
-    return ApiToken.issue(name="t")[1]
 
 
 def via_page(client, path: str, data: dict) -> str:

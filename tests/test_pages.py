@@ -12,7 +12,7 @@ from sessions_app.models import Project, Session
 from sessions_app.services.branching import session_fork
 from sessions_app.services.importing import sessions_import
 
-from .conftest import write_evil_session
+from .factories import write_evil_session
 from .facts import FORKS_TREE
 
 pytestmark = pytest.mark.django_db

@@ -19,47 +19,20 @@ from django.test import Client
 from sessions_app.models import Project, Session
 from sessions_app.services.importing import ImportReport, sessions_import
 
+from . import factories
+from .factories import jsonl, one_turn
+
 pytestmark = pytest.mark.django_db
 
 SECRET = b"TOP-SECRET-KEY-0123"
 HARMLESS = b"harmless-reply-4567"  # as long as SECRET: a swapped file keeps every offset
+PROMPT, REPLY = "say something", HARMLESS.decode()
 DEADLINE = 10
 
 
-def session_bytes(sid: str, reply: bytes = HARMLESS) -> bytes:
-    """A one-turn Claude Code session whose answer is `reply`."""
-    base = {"sessionId": sid, "cwd": "/work/demo"}
-    records = [
-        {
-            **base,
-            "type": "user",
-            "uuid": "u1",
-            "parentUuid": None,
-            "timestamp": "2026-01-01T00:00:00Z",
-            "message": {"role": "user", "content": "say something"},
-        },
-        {
-            **base,
-            "type": "assistant",
-            "uuid": "a1",
-            "parentUuid": "u1",
-            "timestamp": "2026-01-01T00:00:01Z",
-            "message": {
-                "id": "msg_1",
-                "role": "assistant",
-                "content": [{"type": "text", "text": reply.decode()}],
-            },
-        },
-    ]
-    return b"".join(orjson.dumps(r) + b"\n" for r in records)
-
-
 def write_session(folder: Path, sid: str | None = None) -> Path:
-    sid = sid or str(uuid.uuid4())
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{sid}.jsonl"
-    path.write_bytes(session_bytes(sid))
-    return path
+    """A one-turn session whose answer is HARMLESS."""
+    return factories.write_session(folder, one_turn(sid or str(uuid.uuid4()), PROMPT, REPLY))
 
 
 @pytest.fixture
@@ -124,7 +97,7 @@ def test_a_session_file_swapped_for_a_link_is_never_served(team, root: Path, out
     path.symlink_to(secret)
 
     client = Client()
-    client.force_login(User.objects.create_user("reader", password="pw"))
+    client.force_login(User.objects.create_user("reader"))
     response = client.get(f"/sessions/{sid}/export.jsonl")
     body = b"".join(response.streaming_content) if response.streaming else response.content
     assert SECRET not in body
@@ -213,7 +186,7 @@ def test_a_linked_subagent_sidecar_is_not_read(root: Path, outside: Path) -> Non
     path = write_session(root / "-work-demo")
     subagents = path.parent / path.stem / "subagents"
     subagents.mkdir(parents=True)
-    (subagents / "agent-a1.jsonl").write_bytes(session_bytes(path.stem))
+    (subagents / "agent-a1.jsonl").write_bytes(jsonl(one_turn(path.stem, PROMPT, REPLY)))
     stolen = outside / "meta.json"
     stolen.write_bytes(orjson.dumps({"description": SECRET.decode()}))
     (subagents / "agent-a1.meta.json").symlink_to(stolen)

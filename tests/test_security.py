@@ -77,7 +77,7 @@ def test_team_mode_redirects_anonymous_users_everywhere(team, imported: Path) ->
 
 
 def test_team_mode_needs_the_permission_to_write(team, imported: Path) -> None:
-    reader = User.objects.create_user("reader", password="pw")
+    reader = User.objects.create_user("reader")
     client = Client()
     client.force_login(reader)
     assert client.get(f"/sessions/{WEBAPP_ID}/").status_code == 200
@@ -87,7 +87,7 @@ def test_team_mode_needs_the_permission_to_write(team, imported: Path) -> None:
         assert client.post(url, {"turn": 2}).status_code == 403, url
     assert sorted(p.name for p in imported.rglob("*.jsonl")) == before
 
-    writer = User.objects.create_user("writer", password="pw")
+    writer = User.objects.create_user("writer")
     writer.user_permissions.add(Permission.objects.get(codename="write_sessions"))
     client.force_login(writer)
     response = client.post(WRITES[0], {"turn": 1})
@@ -98,7 +98,7 @@ def test_team_mode_needs_the_permission_to_write(team, imported: Path) -> None:
 
 def test_team_mode_api_needs_a_token_of_a_permitted_user(team, imported: Path) -> None:
     client = Client()
-    reader = User.objects.create_user("reader2", password="pw")
+    reader = User.objects.create_user("reader2")
     client.force_login(reader)  # a session cookie alone never drives the API
     assert (
         client.post(
@@ -123,7 +123,7 @@ def test_team_mode_api_needs_a_token_of_a_permitted_user(team, imported: Path) -
 
 
 def test_admins_see_the_audit_log(team, imported: Path) -> None:
-    admin = User.objects.create_superuser("admin", password="pw")
+    admin = User.objects.create_superuser("admin")
     client = Client()
     client.force_login(admin)
     client.post(WRITES[0])

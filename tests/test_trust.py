@@ -12,9 +12,14 @@ from django.core.management.base import CommandError
 
 from sessions_app.models import Session
 
-from .conftest import ALL_ROOTS, CLAUDE_ROOTS
+from .corpus import ALL_ROOTS, CLAUDE_ROOTS, FIXTURES
 from .facts import TURNS
-from .index_check import fresh_import_facts, index_facts, unparseable_lines
+from .index_check import (
+    fresh_import_facts,
+    fresh_import_facts_together,
+    index_facts,
+    unparseable_lines,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -34,6 +39,12 @@ def turns_of(path: Path) -> int:
     from .reading import analyse_file
 
     return analyse_file(path)[1].turn_count
+
+
+def test_fresh_import_facts_of_each_root_add_up_to_the_whole(imported: Path) -> None:
+    """What the checks below rely on: no session's facts depend on another root's files."""
+    roots = [imported / r for r in ALL_ROOTS]
+    assert fresh_import_facts(roots) == fresh_import_facts_together(roots) == index_facts()
 
 
 def test_fork_after_rewind_and_undo_holds_whole_lines(imported: Path) -> None:
@@ -209,8 +220,6 @@ def test_forking_an_unreadable_file_says_what_is_wrong(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from .conftest import FIXTURES
-
     root = tmp_path / "root"
     src = FIXTURES / "cli/claude/-home-dev-code-webapp"
     shutil.copytree(src, root / src.name)
@@ -222,7 +231,7 @@ def test_forking_an_unreadable_file_says_what_is_wrong(tmp_path: Path) -> None:
     }
     env.pop("DATABASE_URL", None)  # a database of its own; the point is the file
     manage = [sys.executable, str(Path(__file__).resolve().parent.parent / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v", "0"], env=env, check=True)
+    # The import sets up the fresh database first.
     subprocess.run([*manage, "import_sessions", "--no-progress"], env=env, check=True)
     path.chmod(0)
     drop = []

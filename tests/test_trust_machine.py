@@ -42,7 +42,7 @@ from sessions_app.services.branching import (
 )
 from sessions_app.services.importing import sessions_import
 
-from .conftest import FIXTURES
+from .corpus import FIXTURES
 from .index_check import fresh_import_facts, index_facts, unparseable_lines
 from .reading import analyse_file
 

@@ -39,9 +39,8 @@ from .common import (
 )
 from .writing import claude_title_line
 
-# Newer CLIs say where a prompt came from; these origins are people (or a script
-# acting for one through the SDK).
-HUMAN_ORIGINS = frozenset({"human", "sdk", "typed", "user", "paste"})
+# Newer CLIs say where a prompt came from; these origins are no person. Any other
+# (human, sdk, typed, user, paste: people, or a script acting for one) is a prompt.
 MACHINE_ORIGINS = frozenset(
     {"task_notification", "system", "hook", "agent", "auto", "queued_command"}
 )
@@ -270,7 +269,7 @@ def title_line(*, session_id: str, title: str, parent_uuid: str | None, base: di
     return claude_title_line(session_id=session_id, title=title)
 
 
-AGENT = Agent(
+AGENT: Agent = Agent(
     name=CLAUDE,
     label="Claude Code",
     cli="claude",

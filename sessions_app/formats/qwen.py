@@ -163,7 +163,7 @@ def rewind_line(
     )
 
 
-AGENT = Agent(
+AGENT: Agent = Agent(
     name=QWEN,
     label="Qwen Code",
     cli="qwen",

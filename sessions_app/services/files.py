@@ -34,7 +34,7 @@ def stale_temp_files_remove(folder: Path) -> list[Path]:
 
     Only names this module makes are touched; a live write is never that old.
     """
-    removed = []
+    removed: list[Path] = []
     now = time.time()
     try:
         candidates = [p for p in folder.iterdir() if TEMP_RE.match(p.name)]

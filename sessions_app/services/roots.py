@@ -45,15 +45,6 @@ def roots_hint() -> str:
     )
 
 
-def root_of(path: Path) -> Path | None:
-    """The configured root `path` lies under after resolving, or None."""
-    resolved = Path(os.path.realpath(path))
-    for root in configured_roots():
-        if resolved.is_relative_to(root):
-            return root
-    return None
-
-
 def check_inside(path: Path, root: Path | str) -> None:
     """Refuse a path that resolves outside `root` or whose last part is a link."""
     try:
@@ -99,11 +90,3 @@ def file_kind(mode: int) -> str:
         (stat.S_ISREG, "a regular file"),
     )
     return next((name for test, name in kinds if test(mode)), "an unknown kind of file")
-
-
-def is_regular_file(path: Path) -> bool:
-    """Whether `path` itself (not a link's target) is a regular file."""
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sessions_app.services.importing import sessions_import
-from tests.conftest import ALL_ROOTS, FIXTURES
+from tests.corpus import ALL_ROOTS, FIXTURES, make_idle
 
 CHROMIUM = os.environ.get("BRANCHBOARD_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parent.parent.parent / "docs" / "screenshots"
@@ -53,9 +52,7 @@ def session_root(tmp_path: Path, transactional_db: None, settings) -> Iterator[P
     """The corpus copied into a temporary root and imported, files looking idle."""
     root = tmp_path / "corpus"
     shutil.copytree(FIXTURES, root)
-    old = time.time() - 60
-    for path in root.rglob("*.jsonl"):
-        os.utime(path, (old, old))
+    make_idle(root)
     roots = [root / r for r in ALL_ROOTS]
     settings.SESSION_ROOTS = roots
     report = sessions_import(roots=roots)

@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 from sessions_app.models import Session
 from sessions_app.services.branching import session_fork
 from sessions_app.services.importing import sessions_import
-from tests.conftest import write_evil_session
+from tests.factories import write_evil_session
 
 from .conftest import shot
 

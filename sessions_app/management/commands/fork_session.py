@@ -52,7 +52,7 @@ class Command(BaseCommand):
         )
         info = session_summary(new)
         turn, before = asked.turn, not asked.include_turn
-        if before:
+        if before and turn is not None:
             info["prompt"] = turn_prompt_text(source, turn)
         if options["json"]:
             self.stdout.write(orjson.dumps(info).decode())

@@ -91,8 +91,14 @@ class Command(BaseCommand):
         # Files are only appended to while a CLI runs; a debounce of a second turns
         # a burst of writes into one incremental import. The one-second timeout
         # wakes the loop for a retry when nothing changes.
-        timeout = {"rust_timeout": 1000, "yield_on_timeout": True}
-        for changes in watch(*existing, debounce=1000, raise_interrupt=False, **timeout):
+        ticks = watch(
+            *existing,
+            debounce=1000,
+            rust_timeout=1000,
+            yield_on_timeout=True,
+            raise_interrupt=False,
+        )
+        for changes in ticks:
             if not changes and (retry_at is None or time.monotonic() < retry_at):
                 continue
             if _import_pass(roots):
@@ -111,8 +117,9 @@ def _import_pass(roots: list[Path]) -> bool:
     close_old_connections()
     try:
         report = sessions_import(roots=roots)
-    except Exception:
-        logger.exception("import pass stopped by an error")
+    except Exception as exc:
+        # The terminal shows this line without the traceback: it must say why on its own.
+        logger.exception("import pass stopped by an error: %s", exc)
         connections.close_all()
         return False
     for error in report.errors:

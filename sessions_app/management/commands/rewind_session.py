@@ -31,12 +31,10 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        turn = None
         try:
-            if not options["undo"]:
-                turn = rewind_input(turn=options["turn"])
+            turn = None if options["undo"] else rewind_input(turn=options["turn"])
             session = session_resolve(ref=options["session"])
-            if options["undo"]:
+            if turn is None:
                 session = session_rewind_undo(session=session)
             else:
                 session = session_rewind(session=session, turn=turn)

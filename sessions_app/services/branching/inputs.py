@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...formats import is_session_id
 from ...models import TITLE_LIMIT
-from .errors import BranchError, InvalidSessionId, InvalidTurn
+from .errors import BranchError, InvalidTurn
 from .titles import clean_title
 
 
@@ -27,14 +26,6 @@ class ForkInput:
     def fresh_start(self) -> bool:
         """Edit & fork of turn 1: nothing to keep, prompt 1 goes to a fresh session."""
         return not self.include_turn and self.turn == 1
-
-
-def session_id_input(value: object) -> str:
-    """A session id: a UUID, nothing else (ids end up in file paths)."""
-    if not isinstance(value, str) or not is_session_id(value):
-        shown = repr(value[:60]) if isinstance(value, str) else repr(value)
-        raise InvalidSessionId(f"{shown} is not a session id (a UUID)")
-    return value.lower()
 
 
 def turn_input(value: object) -> int | None:

@@ -1,0 +1,47 @@
+"""Reads for the pages: one function per page-sized question.
+
+Modules, one capability each: `lists` (projects, the sessions of a project, one
+listed session), `records` (transcript records of a page, read from the file
+through the index), `branches` (abandoned branches and their pages), `family`
+(fork lineage and subagent transcripts), `facts` (a session's summary, turns,
+prompt texts, undo and edit state). Callers use `selectors.<name>`; every name
+is re-exported here.
+"""
+
+from __future__ import annotations
+
+from .branches import Branch, abandoned_branch, branch_records
+from .facts import edit_prompt, session_summary, turn_list, turn_prompt_text, undo_available
+from .family import lineage_of, subagents_of
+from .lists import (
+    SESSION_SORTS,
+    listed_session,
+    projects_for_dashboard,
+    projects_with_sessions,
+    sessions_of_project,
+    with_children_counts,
+)
+from .records import PAGE_TURNS, record_at, subagent_records, transcript_records
+
+__all__ = [
+    "PAGE_TURNS",
+    "SESSION_SORTS",
+    "Branch",
+    "abandoned_branch",
+    "branch_records",
+    "edit_prompt",
+    "lineage_of",
+    "listed_session",
+    "projects_for_dashboard",
+    "projects_with_sessions",
+    "record_at",
+    "session_summary",
+    "sessions_of_project",
+    "subagent_records",
+    "subagents_of",
+    "transcript_records",
+    "turn_list",
+    "turn_prompt_text",
+    "undo_available",
+    "with_children_counts",
+]

@@ -1,0 +1,97 @@
+"""Facts about one session: its summary, turns and their prompts, what can be undone or edited."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from ..formats import agent_for
+from ..models import Session
+from ..resume import resume_command
+from ..services.roots import UnsafePath, open_regular
+
+
+def session_summary(session: Session) -> dict:
+    """What scripts need to know about a session, as plain data."""
+    return {
+        "session_id": str(session.session_id),
+        "path": session.path,
+        "title": session.title,
+        "agent": session.agent,
+        "turns": session.turn_count,
+        "parent_id": str(session.parent.session_id) if session.parent else None,
+        "kind": session.kind or "original",
+        "turn": session.fork_turn,
+        "resume_command": resume_command(session),
+    }
+
+
+def turn_list(session: Session) -> list[dict]:
+    """Every turn of the active branch with its prompt text (bounded) and time."""
+    rows = (
+        session.records.active()
+        .turn_starts()
+        .order_by("line")
+        .values_list("turn", "text", "timestamp", "uuid")
+    )
+    seen: set[int] = set()
+    turns = []
+    for turn, text, timestamp, record_uuid in rows:
+        if turn is None or turn in seen:
+            continue
+        seen.add(turn)
+        turns.append(
+            {
+                "turn": turn,
+                "prompt": text,
+                "timestamp": timestamp.isoformat() if timestamp else None,
+                "uuid": record_uuid,
+            }
+        )
+    return turns
+
+
+def turn_prompt_text(session: Session, turn: int) -> str:
+    """The full text of the prompt that starts `turn`, read from the session file."""
+    record = (
+        session.records.active()
+        .turn_starts()
+        .filter(turn=turn)
+        .order_by("line")
+        .values_list("offset", "length", "text")
+        .first()
+    )
+    if record is None:
+        return ""
+    offset, length, text = record
+    try:
+        with open_regular(session.path, root=session.project.root) as f:
+            f.seek(offset)
+            data = orjson.loads(f.read(length))
+    except (OSError, UnsafePath, orjson.JSONDecodeError):
+        return text
+    agent = agent_for(session.agent)
+    return agent.record_text(data) if isinstance(data, dict) else text
+
+
+def undo_available(session: Session) -> bool:
+    """Whether the last rewind can still be undone: the file is as the rewind left it."""
+    state = session.rewind_undo or {}
+    if not state:
+        return False
+    try:
+        # lstat: a link put in the file's place is not the file the rewind left.
+        stat = Path(session.path).lstat()
+    except OSError:
+        return False
+    return (stat.st_size, stat.st_mtime_ns) == (state.get("size"), state.get("mtime_ns"))
+
+
+def edit_prompt(session: Session) -> str | None:
+    """For an edit & fork not yet carried on: the prompt it was cut before, to edit."""
+    if session.kind != Session.Kind.FORK_BEFORE or session.parent is None or not session.fork_turn:
+        return None
+    if session.turn_count != session.fork_turn - 1:
+        return None
+    return turn_prompt_text(session.parent, session.fork_turn)

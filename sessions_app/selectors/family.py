@@ -1,0 +1,26 @@
+"""A session's relatives: the fork lineage it belongs to and its subagent transcripts."""
+
+from __future__ import annotations
+
+from ..lineage import Box, box_pks, family_boxes
+from ..models import Session
+
+
+def lineage_of(session: Session) -> tuple[Box, dict[int, Session]]:
+    """The family of `session` as bounded boxes to draw, and the sessions they show."""
+    parent_of = dict(Session.objects.filter(parent__isnull=False).values_list("pk", "parent_id"))
+    root = family_boxes(parent_of, session.pk)
+    sessions = Session.objects.filter(pk__in=box_pks(root)).only(
+        "session_id", "title", "kind", "fork_turn", "turn_count", "parent_id"
+    )
+    return root, {s.pk: s for s in sessions}
+
+
+def subagents_of(session: Session) -> dict[str, Session]:
+    """The session's subagent transcripts by agent id (from `agent-<id>.jsonl`)."""
+    subs = Session.objects.filter(is_subagent=True, owner_session_id=session.session_id)
+    out = {}
+    for sub in subs.only("id", "path", "agent_name", "record_count", "session_id"):
+        name = sub.path.rsplit("/", 1)[-1].removesuffix(".jsonl").removeprefix("agent-")
+        out[name] = sub
+    return out

@@ -1,0 +1,73 @@
+"""The lists the pages show: projects, the sessions of a project, one listed session."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db.models import Count, Prefetch, Q, QuerySet
+
+from ..models import Project, Session
+
+SESSION_SORTS = {
+    "updated": "-updated_at",
+    "started": "-started_at",
+    "turns": "-turn_count",
+    "title": "title",
+    "tokens": "-output_tokens",
+}
+
+
+def listed_session(session_id: uuid.UUID | str) -> Session | None:
+    """The listed session (not a subagent transcript) with this id, or None."""
+    return (
+        Session.objects.listed()
+        .select_related("project", "parent")
+        .filter(session_id=session_id)
+        .first()
+    )
+
+
+def projects_for_dashboard(*, query: str = "") -> QuerySet[Project]:
+    """Projects with sessions, most recently active first, optionally filtered by path."""
+    projects = Project.objects.filter(session_count__gt=0)
+    if query:
+        projects = projects.filter(Q(path__icontains=query) | Q(folder__icontains=query))
+    return projects.order_by("-last_activity", "folder")
+
+
+def projects_with_sessions(*, per_project: int = 20) -> QuerySet[Project]:
+    """Projects by last activity, each with its most recent listed sessions."""
+    recent = Session.objects.listed().order_by("-updated_at")
+    return projects_for_dashboard().prefetch_related(
+        Prefetch("sessions", queryset=recent, to_attr="recent_sessions")
+    )
+
+
+def sessions_of_project(*, project: Project, query: str = "", sort: str = "updated") -> QuerySet:
+    """A project's listed sessions with their parent and child count, for one sorted list."""
+    sessions = (
+        Session.objects.listed()
+        .filter(project=project)
+        .select_related("parent")
+        .defer(
+            "abandoned", "first_prompt", "rewind_undo", "parent__abandoned", "parent__first_prompt"
+        )
+    )
+    if query:
+        sessions = sessions.filter(
+            Q(title__icontains=query) | Q(first_prompt__icontains=query) | Q(git_branch=query)
+        )
+    return sessions.order_by(SESSION_SORTS.get(sort, "-updated_at"), "-id")
+
+
+def with_children_counts(sessions: list[Session]) -> list[Session]:
+    """Set `children_count` on a page of sessions with one query for the whole page."""
+    counts = dict(
+        Session.objects.filter(parent_id__in=[s.pk for s in sessions])
+        .values_list("parent_id")
+        .annotate(n=Count("id"))
+        .values_list("parent_id", "n")
+    )
+    for session in sessions:
+        session.children_count = counts.get(session.pk, 0)
+    return sessions

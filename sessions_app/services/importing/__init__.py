@@ -1,0 +1,164 @@
+"""Importing session files into the database, incrementally.
+
+An unchanged file (same size, mtime and inode) is skipped without being opened; a
+file that provably only grew is read from the last imported byte; anything else
+is imported again from the start (the rule is `import_plan`). Each file is
+imported in its own transaction, so a failure leaves what was imported before
+untouched, and a file that cannot be imported is reported and skipped: one bad
+file never stops the import.
+
+Modules, one rule each: `report` (what a run did), `indexing` (one open file:
+plan, read, analyse, write), `reading` (the line reader and the session facts it
+collects), `storing` (record rows), `session_row` (the session row). Whether a
+file is skipped, appended to or read again is `services.import_plan`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Max
+
+from ...models import Project, Session
+from ..discovery import RootError, SessionFile, discover
+from ..roots import UnsafePath, open_regular
+from .indexing import Indexed, import_open_file
+from .report import ImportReport
+from .session_row import head_digest
+from .storing import RECORD_COLUMNS, records_insert
+
+__all__ = [
+    "RECORD_COLUMNS",
+    "ImportReport",
+    "Indexed",
+    "Progress",
+    "head_digest",
+    "projects_refresh",
+    "records_insert",
+    "session_file_import",
+    "session_file_index",
+    "sessions_import",
+]
+
+Progress = Callable[[SessionFile, int], None]
+
+
+def sessions_import(*, roots: Iterable[Path], progress: Progress | None = None) -> ImportReport:
+    """Import every session file under `roots`; problems are reported, never fatal."""
+    report = ImportReport()
+    found: list[SessionFile] = []
+    for root in roots:
+        try:
+            files, problems = discover(Path(root))
+        except RootError as exc:
+            report.errors.append(str(exc))
+            continue
+        found.extend(files)
+        report.errors.extend(problems)
+    # Sessions first, so a subagent file finds its parent already imported.
+    found.sort(key=lambda f: f.is_subagent)
+    # One query for the import state of every known file: an unchanged file then
+    # costs a stat() and nothing else.
+    known = {
+        path: (size, mtime, inode)
+        for path, size, mtime, inode in Session.objects.values_list(
+            "path", "file_size", "file_mtime_ns", "file_inode"
+        )
+    }
+    touched: set[int] = set()
+    for source in found:
+        report.files += 1
+        state = known.get(str(source.path))
+        if state is not None and _unchanged(source.path, state):
+            report.skipped += 1
+        elif (session := session_file_import(source=source, report=report)) is not None:
+            touched.add(session.project_id)
+        if progress is not None:
+            progress(source, _size(source.path))
+    projects_refresh(project_ids=touched)
+    return report
+
+
+def _unchanged(path: Path, state: tuple[int, int, int]) -> bool:
+    try:
+        stat = os.lstat(path)
+    except OSError:
+        return False  # the per-file import reports it
+    return (stat.st_size, stat.st_mtime_ns, stat.st_ino) == state
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return 0
+
+
+def projects_refresh(*, project_ids: Iterable[int]) -> None:
+    """Recount the sessions and last activity of the given projects."""
+    for project in Project.objects.filter(id__in=list(project_ids)):
+        listed = project.sessions.filter(is_subagent=False)
+        agg = listed.aggregate(n=Count("id"), last=Max("updated_at"))
+        latest = listed.exclude(cwd="").order_by("-updated_at").values_list("cwd", flat=True)
+        project.session_count = agg["n"]
+        project.last_activity = agg["last"]
+        project.path = next(iter(latest), "") or project.path
+        project.save(update_fields=["session_count", "last_activity", "path"])
+
+
+def session_file_import(*, source: SessionFile, report: ImportReport) -> Session | None:
+    """Import one file; returns its session, or None when it could not be read."""
+    indexed = session_file_index(source=source, report=report)
+    return indexed.session if indexed is not None else None
+
+
+def session_file_index(
+    *,
+    source: SessionFile,
+    report: ImportReport,
+    read_from: Path | None = None,
+    full: bool = False,
+) -> Indexed | None:
+    """Bring the index of one file up to date; None (and a report entry) when it cannot be.
+
+    `read_from` names another file to read in its place: the dashboard indexes a
+    file it writes from the temporary file, before that is renamed into place.
+    `full` reads the file from the start whatever its state says (the index was
+    found wrong about it).
+    """
+    path = source.path
+    try:
+        f = open_regular(read_from or path, root=source.root)
+    except FileNotFoundError:
+        report.errors.append(f"{path}: file vanished before it could be read; nothing changed")
+        return None
+    except UnsafePath as exc:
+        report.errors.append(f"{exc}; skipped")
+        return None
+    except OSError as exc:
+        report.errors.append(f"{path}: cannot read ({exc.strerror}); skipped")
+        return None
+    try:
+        with f, transaction.atomic():
+            return import_open_file(source, f, report, fresh=full or read_from is not None)
+    except OSError as exc:
+        report.errors.append(f"{path}: cannot read ({exc.strerror}); nothing changed")
+    except IntegrityError as exc:
+        other = (
+            Session.objects.filter(session_id=source.session_id, is_subagent=False)
+            .exclude(path=str(path))
+            .first()
+            if source.session_id
+            else None
+        )
+        if other is not None:
+            report.errors.append(f"{path}: session id already imported from {other.path}; skipped")
+        else:
+            report.errors.append(f"{path}: could not be imported ({exc}); skipped")
+    except Exception as exc:  # one bad file never stops the import
+        problem = f"{type(exc).__name__}: {exc}"
+        report.errors.append(f"{path}: could not be imported ({problem}); skipped")
+    return None

@@ -1,0 +1,72 @@
+"""One open file brought up to date: plan, read, analyse the whole graph, write the rows."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from ...conversation import analyse
+from ...models import Session
+from ..discovery import SessionFile
+from ..import_plan import HEAD_BYTES, FileState, Plan, import_plan
+from .reading import FileReader
+from .report import ImportReport
+from .session_row import new_session, reset, stored_state, update_session
+from .storing import existing_nodes, store_records
+
+
+@dataclass
+class Indexed:
+    """A file just indexed, with what a check of a file the dashboard wrote needs."""
+
+    session: Session
+    foreign_ids: int  # records whose sessionId is not the file's session id
+    plan: Plan
+
+
+def import_open_file(
+    source: SessionFile, f: BinaryIO, report: ImportReport, *, fresh: bool
+) -> Indexed:
+    """Index the open file `f` of `source`; the caller holds the transaction."""
+    stat = os.fstat(f.fileno())
+    session = Session.objects.select_for_update().filter(path=str(source.path)).first()
+
+    def read(offset: int, length: int) -> bytes:
+        f.seek(offset)
+        return f.read(length)
+
+    state = FileState(stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    # A file read from elsewhere (a temporary file about to replace it) is new.
+    stored = stored_state(session) if session and not fresh else None
+    plan = import_plan(state, stored, read)
+    if plan is Plan.SKIP:
+        assert session is not None  # only a stored file can be unchanged
+        report.skipped += 1
+        return Indexed(session, 0, plan)
+    start = 0
+    if session is None:
+        session = new_session(source)
+    elif plan is Plan.APPEND:
+        start = session.bytes_imported
+        # The unterminated tail of the last import is read again, now complete.
+        session.records.filter(line__gte=session.line_count).delete()
+    else:
+        session.records.all().delete()
+        reset(session)
+    head = read(0, HEAD_BYTES)
+    f.seek(start)
+
+    reader = FileReader(source, session, report)
+    new_rows = reader.read(f, start, first_line=session.line_count if start else 0)
+
+    existing = existing_nodes(session) if start else []
+    nodes = existing + reader.nodes
+    analysis = analyse(nodes, source.agent)
+    # The session row is written once, with everything the file said, before its records.
+    update_session(session, source, reader, analysis, nodes, stat, head)
+    store_records(session, nodes, len(existing), new_rows, analysis)
+    report.sessions += 1
+    report.records += len(new_rows)
+    report.invalid += reader.invalid
+    return Indexed(session, reader.foreign_ids, plan)

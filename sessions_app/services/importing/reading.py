@@ -1,0 +1,123 @@
+"""The line reader: one pass from an offset, into record rows, graph nodes and session facts.
+
+It runs once per line of files of hundreds of MB, so the loop stays lean: the
+agent's parser is looked up once, and a row keeps only what the node does not.
+"""
+
+from __future__ import annotations
+
+import zlib
+from datetime import datetime
+from typing import BinaryIO
+
+from ...conversation import Node, node_from_record
+from ...formats import ASSISTANT, INVALID, TITLE, ParsedRecord, agent_for
+from ...models import Session
+from ..discovery import SessionFile
+from .report import ImportReport
+
+MAX_ERRORS_PER_FILE = 5
+
+
+class FileReader:
+    """Streams lines from an offset into row tuples, graph nodes and session facts."""
+
+    def __init__(self, source: SessionFile, session: Session, report: ImportReport) -> None:
+        self.source = source
+        self.session = session
+        self.report = report
+        self.nodes: list[Node] = []
+        self.own_id = source.session_id
+        self.foreign_ids = 0
+        self.tail_offset = -1
+        self.tail = b""
+        self.bytes_end = 0
+        self.line_end = 0
+        self.invalid = 0
+        self.errors_reported = 0
+        self.models: list[str] = list(session.models_used or [])
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.last_message_id = session.last_message_id
+        self.first_time: datetime | None = None
+        self.last_time: datetime | None = None
+        self.cwd = ""
+        self.git_branch = ""
+        self.title: str | None = None
+        self.owner_id: str | None = None
+        self.forked_from: str | None = None
+
+    def read(self, f: BinaryIO, offset: int, first_line: int) -> list[tuple]:
+        rows: list[tuple] = []
+        line_no = first_line
+        parse_line = agent_for(self.source.agent).parse_line  # looked up once, not per line
+        for raw in f:
+            length = len(raw)
+            complete = raw.endswith(b"\n")
+            record = parse_line(raw)
+            tokens_in, tokens_out = self._note(record, line_no)
+            if record.session_id and self.own_id and record.session_id != self.own_id:
+                self.foreign_ids += 1
+            node = node_from_record(line_no, record)
+            self.nodes.append(node)
+            # Only what the row needs beyond the node: a parsed record is large, and a
+            # 300 MB session has a hundred thousand of them.
+            rows.append(
+                (
+                    line_no,
+                    offset,
+                    length,
+                    record.raw_type,
+                    record.subtype,
+                    record.error,
+                    tokens_in,
+                    tokens_out,
+                    zlib.crc32(raw),
+                )
+            )
+            if complete:
+                self.tail_offset, self.tail = offset, raw
+            offset += length
+            line_no += 1
+            if complete:
+                # Only whole lines count as imported; a half-written tail is read
+                # again next time.
+                self.bytes_end = offset
+                self.line_end = line_no
+        return rows
+
+    def _note(self, record: ParsedRecord, line_no: int) -> tuple[int, int]:
+        """Collect the session facts of one record; returns the tokens it adds."""
+        counted = (0, 0)
+        if record.dropped:
+            self.report.dropped += len(record.dropped)
+            for problem in record.dropped:
+                if self.errors_reported < MAX_ERRORS_PER_FILE:
+                    self.report.errors.append(f"{self.source.path}:{line_no + 1}: {problem}")
+                    self.errors_reported += 1
+        if record.kind == INVALID:
+            self.invalid += 1
+            if self.errors_reported < MAX_ERRORS_PER_FILE:
+                self.report.errors.append(f"{self.source.path}:{line_no + 1}: {record.error}")
+                self.errors_reported += 1
+            return counted
+        if record.kind == ASSISTANT:
+            if record.model and record.model not in self.models:
+                self.models.append(record.model)
+            # One streamed message is written as several records sharing its id.
+            if not record.message_id or record.message_id != self.last_message_id:
+                self.input_tokens += record.input_tokens
+                self.output_tokens += record.output_tokens
+                counted = (record.input_tokens, record.output_tokens)
+            self.last_message_id = record.message_id or ""
+        elif record.kind == TITLE and record.title:
+            self.title = record.title
+        if record.cwd and not self.cwd:
+            self.cwd = record.cwd
+        if record.git_branch:
+            self.git_branch = record.git_branch
+        if record.session_id and not self.owner_id:
+            self.owner_id = record.session_id
+        if record.forked_from and not self.forked_from:
+            self.forked_from = record.forked_from
+        return counted

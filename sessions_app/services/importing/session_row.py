@@ -1,0 +1,167 @@
+"""The session row of a file: made or reset before a read, written once with what the file said."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+from django.utils import timezone
+
+from ...conversation import Analysis, Node
+from ...formats import INVALID, collapse, is_session_id
+from ...models import TITLE_LIMIT, Project, Session
+from ..discovery import SessionFile
+from ..import_plan import HEAD_BYTES, StoredState, digest
+from ..roots import UnsafePath, open_regular
+from .reading import FileReader
+
+
+def head_digest(head: bytes) -> str:
+    """The digest a fully imported file's head is compared with on the next import."""
+    return digest(head[:HEAD_BYTES])
+
+
+def stored_state(session: Session) -> StoredState:
+    """What the session row remembers of its file, for `import_plan`."""
+    return StoredState(
+        size=session.file_size,
+        mtime_ns=session.file_mtime_ns,
+        inode=session.file_inode,
+        bytes_imported=session.bytes_imported,
+        head_digest=session.head_digest,
+        tail_offset=session.tail_offset,
+        tail_digest=session.tail_digest,
+    )
+
+
+def new_session(source: SessionFile) -> Session:
+    """An unsaved session row for a file seen for the first time (its project made if new)."""
+    project, _ = Project.objects.get_or_create(
+        folder=str(source.project_folder),
+        defaults={"agent": source.agent, "root": str(source.root)},
+    )
+    return Session(
+        project=project,
+        path=str(source.path),
+        agent=source.agent,
+        session_id=source.session_id or source.owner_session_id or "0" * 32,
+        is_subagent=source.is_subagent,
+        owner_session_id=source.owner_session_id,
+    )
+
+
+def reset(session: Session) -> None:
+    """Forget what an earlier import counted, before the file is read again from the start."""
+    for name in (
+        "turn_count",
+        "record_count",
+        "invalid_count",
+        "input_tokens",
+        "output_tokens",
+        "bytes_imported",
+        "line_count",
+        "tail_offset",
+    ):
+        setattr(session, name, 0)
+    session.tail_digest = ""
+    session.models_used = []
+    session.custom_title = ""
+    session.last_message_id = ""
+    session.started_at = session.updated_at = None
+
+
+def update_session(
+    session: Session,
+    source: SessionFile,
+    reader: FileReader,
+    analysis: Analysis,
+    nodes: list[Node],
+    stat: os.stat_result,
+    head: bytes,
+) -> None:
+    """Write the session row once, with the file's state, counts, title, times and lineage."""
+    session.bytes_imported = reader.bytes_end or session.bytes_imported
+    session.line_count = reader.line_end or session.line_count
+    session.head_digest = digest(head[: min(HEAD_BYTES, session.bytes_imported)])
+    if reader.tail_offset >= 0:
+        session.tail_offset, session.tail_digest = reader.tail_offset, digest(reader.tail)
+    session.file_size = stat.st_size
+    session.file_mtime_ns = stat.st_mtime_ns
+    session.file_inode = stat.st_ino
+    session.record_count = len(nodes)
+    session.invalid_count = sum(1 for n in nodes if n.kind == INVALID)
+    session.turn_count = analysis.turn_count
+    session.leaf_uuid = analysis.leaf_uuid or ""
+    session.abandoned = [
+        {
+            "at_turn": b.at_turn,
+            "turns": b.turns,
+            "line": b.first_line,
+            "leaf_uuid": b.leaf_uuid,
+            "prompt": collapse(b.prompt, 200),
+        }
+        for b in analysis.abandoned
+    ]
+    session.models_used = reader.models
+    session.input_tokens += reader.input_tokens
+    session.output_tokens += reader.output_tokens
+    session.last_message_id = (reader.last_message_id or "")[:128]
+    if reader.title:
+        session.custom_title = collapse(reader.title, TITLE_LIMIT)
+    first = nodes[analysis.prompt_lines[0]].text if analysis.prompt_lines else None
+    session.first_prompt = first or ""
+    session.title = (
+        session.custom_title or (collapse(first) if first else "") or _fallback_title(nodes)
+    )[:TITLE_LIMIT]
+    times = [n.timestamp for n in reader.nodes if n.timestamp]
+    if times:
+        lo, hi = min(times), max(times)
+        session.started_at = min(session.started_at, lo) if session.started_at else lo
+        session.updated_at = max(session.updated_at, hi) if session.updated_at else hi
+    if session.updated_at is None:
+        session.updated_at = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
+    session.cwd = session.cwd or reader.cwd
+    session.git_branch = (reader.git_branch or session.git_branch)[:255]
+    if source.is_subagent:
+        session.owner_session_id = session.owner_session_id or _uuid_or_none(reader.owner_id)
+        session.agent_name = session.agent_name or _subagent_name(source.path, source.root)
+    elif reader.forked_from and session.parent_id is None and not session.kind:
+        # A branch made inside the CLI (`/branch`) says where it came from.
+        parent_id = _uuid_or_none(reader.forked_from)
+        parent = Session.objects.filter(session_id=parent_id).first() if parent_id else None
+        if parent is not None and parent.pk != session.pk:
+            session.parent = parent
+            session.kind = Session.Kind.BRANCH
+    session.imported_at = timezone.now()
+    session.save()
+
+
+def _fallback_title(nodes: list[Node]) -> str:
+    for node in nodes:
+        if node.kind == "summary" and node.text:
+            return collapse(node.text)
+    return ""
+
+
+def _uuid_or_none(value: str | None) -> str | None:
+    return value if value and is_session_id(value) else None
+
+
+def _subagent_name(path: Path, root: Path) -> str:
+    meta = path.with_suffix(".meta.json")
+    try:
+        with open_regular(meta, root=root) as f:
+            data = orjson.loads(f.read(1 << 20))
+    except (OSError, UnsafePath, orjson.JSONDecodeError):
+        return path.stem
+    if isinstance(data, dict):
+        for key in ("description", "agentType"):
+            value = data.get(key)
+            if isinstance(value, str):
+                # Untrusted text bound for a database column: printable, bounded.
+                cleaned = collapse("".join(c if c.isprintable() else " " for c in value), 255)
+                if cleaned:
+                    return cleaned
+    return path.stem
