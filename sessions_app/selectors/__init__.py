@@ -17,7 +17,6 @@ from .lists import (
     SESSION_SORTS,
     listed_session,
     projects_for_dashboard,
-    projects_with_sessions,
     sessions_of_project,
     with_children_counts,
 )
@@ -33,7 +32,6 @@ __all__ = [
     "lineage_of",
     "listed_session",
     "projects_for_dashboard",
-    "projects_with_sessions",
     "record_at",
     "session_summary",
     "sessions_of_project",

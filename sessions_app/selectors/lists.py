@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from ..models import Project, Session
 
@@ -33,14 +33,6 @@ def projects_for_dashboard(*, query: str = "") -> QuerySet[Project]:
     if query:
         projects = projects.filter(Q(path__icontains=query) | Q(folder__icontains=query))
     return projects.order_by("-last_activity", "folder")
-
-
-def projects_with_sessions(*, per_project: int = 20) -> QuerySet[Project]:
-    """Projects by last activity, each with its most recent listed sessions."""
-    recent = Session.objects.listed().order_by("-updated_at")
-    return projects_for_dashboard().prefetch_related(
-        Prefetch("sessions", queryset=recent, to_attr="recent_sessions")
-    )
 
 
 def sessions_of_project(*, project: Project, query: str = "", sort: str = "updated") -> QuerySet:

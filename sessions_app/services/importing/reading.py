@@ -7,7 +7,6 @@ agent's parser is looked up once, and a row keeps only what the node does not.
 from __future__ import annotations
 
 import zlib
-from datetime import datetime
 from typing import BinaryIO
 
 from ...conversation import Node, node_from_record
@@ -39,8 +38,6 @@ class FileReader:
         self.input_tokens = 0
         self.output_tokens = 0
         self.last_message_id = session.last_message_id
-        self.first_time: datetime | None = None
-        self.last_time: datetime | None = None
         self.cwd = ""
         self.git_branch = ""
         self.title: str | None = None
