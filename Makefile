@@ -43,5 +43,7 @@ format: venv
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
+# Every bench of issue 12's table, then one summary table (15-25 minutes on 2 cores);
+# `make bench BENCH_ARGS=--quick` runs them at small sizes in 3-5 minutes.
 bench: venv
-	$(PY) bench/bench_import.py
+	$(PY) bench/run_all.py $(BENCH_ARGS)

@@ -1,12 +1,18 @@
-"""Benchmark: forking a large session, next to `cp` of the same file, in one run.
+"""Benchmark: a fork of a large session next to `cp` + `sync` of the same file, in one run.
 
-For each size it generates one long Claude Code session from the real fixture
-turns, imports it, then in a fresh process per measurement forks it at its middle
-turn and branches it whole. Printed: wall time of `cp` (and of a copy that fsyncs,
-as the fork does), the fork's time split into writing the new file and importing
-it, and the peak RSS of the process next to its RSS before the fork.
+For each size it generates one long Claude Code session (real turns of a fixture
+session chained with fresh uuids, time moving forward), imports it, and then, in
+turns, measures the baseline (`cp` of the file, then `sync` of the copy: the same
+bytes made durable) and the action: a branch of the whole session and a fork at
+its middle turn, each through the service (`session_fork` in a fresh process,
+timed around the call) and through the command line (`manage.py fork_session`,
+wall time less the same command's start-up, measured as a refused run). Each
+action's time is divided by the baseline measured next to it; every run counts.
 
-    .venv/bin/python bench/bench_fork.py [--sizes 30,300] [--keep]
+    .venv/bin/python bench/bench_fork.py [--sizes 3,30,300] [--runs 3] [--keep]
+
+The database is a fresh SQLite one in a temporary data folder, or the one
+DATABASE_URL names (e.g. a scratch PostgreSQL database).
 """
 
 from __future__ import annotations
@@ -14,152 +20,197 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from datetime import datetime, timedelta
 from pathlib import Path
+
+import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.corpus import django_setup  # noqa: E402 (needs the path above)
 
+FIXTURE = (
+    ROOT
+    / "tests/fixtures/cli/claude/-home-dev-code-bigrepo/ad8024e4-83f0-4ff3-82f8-4e19f6c9127b.jsonl"
+)
+ID_KEYS = ("uuid", "parentUuid", "logicalParentUuid", "leafUuid", "messageId")
 
-def _rss_mb(field: str = "VmHWM") -> float:
-    """This process's peak (VmHWM) or current (VmRSS) resident size, in MB.
 
-    Not ru_maxrss: that one is inherited from the parent across fork and exec.
+def _time(record: dict) -> datetime | None:
+    value = record.get("timestamp")
+    try:
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def generate(folder: Path, *, target_bytes: int) -> tuple[Path, int]:
+    """One session of about `target_bytes`: copies of the fixture's turns, chained.
+
+    Every copy gets fresh uuids (and ids that point at them), its first record
+    continues the previous copy's last one, and its times move on by the
+    fixture's span, so the file is one long conversation the CLI would resume.
     """
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    sid = str(uuid.uuid4())
+    template = [orjson.loads(line) for line in FIXTURE.read_bytes().splitlines()]
+    times = [_time(r) for r in template]
+    known = [t for t in times if t is not None]
+    span = max(known) - min(known) + timedelta(seconds=1)
+    with_uuid = [r for r in template if r.get("uuid")]
+    first, last = with_uuid[0], with_uuid[-1]["uuid"]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{sid}.jsonl"
+    written = lines = copy = 0
+    tail: str | None = None
+    with path.open("wb", buffering=1 << 20) as out:
+        while written < target_bytes:
+            ids: dict[str, str] = {}
+            for record, at in zip(template, times, strict=True):
+                fresh = dict(record)
+                for key in ID_KEYS:
+                    value = fresh.get(key)
+                    if isinstance(value, str) and value:
+                        fresh[key] = ids.setdefault(value, str(uuid.uuid4()))
+                if "sessionId" in fresh:
+                    fresh["sessionId"] = sid
+                if record is first and tail:
+                    fresh["parentUuid"] = tail
+                if at is not None:
+                    stamp = (at + span * copy).isoformat(timespec="milliseconds")
+                    fresh["timestamp"] = stamp.replace("+00:00", "Z")
+                data = orjson.dumps(fresh) + b"\n"
+                out.write(data)
+                written += len(data)
+                lines += 1
+            tail = ids[last]
+            copy += 1
+    return path, lines
 
 
-def child(data_dir: Path, session_id: str, turn: int | None) -> None:
-    """Run one fork and print its figures as JSON (in a fresh process, for RSS)."""
+def child_fork(data_dir: Path, session_id: str, turn: int | None) -> None:
+    """One fork through the service, timed around the call; prints JSON."""
     django_setup(data_dir)
     from sessions_app.models import Session
-    from sessions_app.services import branching
+    from sessions_app.services.branching import session_fork
 
     session = Session.objects.select_related("project").get(session_id=session_id)
-    before = _rss_mb()
-    spent = {"register": 0.0}
-    register = branching._register_copy
-
-    def timed_register(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return register(*args, **kwargs)
-        finally:
-            spent["register"] += time.perf_counter() - start
-
-    branching._register_copy = timed_register
     start = time.perf_counter()
-    new = branching.session_fork(session=session, turn=turn)
-    total = time.perf_counter() - start
-    print(
-        json.dumps(
-            {
-                "total": total,
-                "write": total - spent["register"],
-                "import": spent["register"],
-                "rss_before": before,
-                "rss_peak": _rss_mb(),
-                "bytes": Path(new.path).stat().st_size,
-                "turns": new.turn_count,
-            }
-        )
-    )
+    new = session_fork(session=session, turn=turn)
+    spent = time.perf_counter() - start
+    print(json.dumps({"seconds": spent, "session_id": str(new.session_id)}))
 
 
-def _timed(command: list[str]) -> float:
+def _run(command: list[str], *, env: dict, ok: tuple[int, ...] = (0,)) -> tuple[float, str]:
     start = time.perf_counter()
-    subprocess.run(command, check=True)
-    return time.perf_counter() - start
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    spent = time.perf_counter() - start
+    if done.returncode not in ok:
+        raise RuntimeError(f"{command} exited {done.returncode}: {done.stderr[-2000:]}")
+    return spent, done.stdout
 
 
-def _copy_fsync(src: Path, dst: Path) -> float:
+def cp_sync(path: Path, scratch: Path) -> float:
+    """The baseline: `cp` of the session file, then `sync` of the copy (fsync)."""
+    target = scratch / "cp-baseline.jsonl"
     start = time.perf_counter()
-    with src.open("rb") as f, dst.open("wb") as g:
-        shutil.copyfileobj(f, g, 1 << 20)
-        g.flush()
-        os.fsync(g.fileno())
-    return time.perf_counter() - start
+    subprocess.run(["cp", str(path), str(target)], check=True)
+    subprocess.run(["sync", str(target)], check=True)
+    spent = time.perf_counter() - start
+    target.unlink()
+    return spent
 
 
-def _fork(data_dir: Path, session_id: str, turn: int | None) -> dict:
-    command = [sys.executable, __file__, "--child", str(data_dir), session_id]
-    if turn is not None:
-        command.append(str(turn))
-    result = subprocess.run(command, check=True, capture_output=True, text=True)
-    return json.loads(result.stdout.strip().splitlines()[-1])
+def _remove_forks(source_pk: int) -> None:
+    from sessions_app.models import Session
+
+    for new in Session.objects.filter(parent_id=source_pk):
+        Path(new.path).unlink(missing_ok=True)
+        new.delete()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="30,300", help="session sizes in MB, comma separated")
+    parser.add_argument("--sizes", default="3,30,300", help="session sizes in MB")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each action")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bb-bench-fork-"))
     data_dir = work / "data"
     django_setup(data_dir)
+    env = {**os.environ, "BRANCHBOARD_DATA_DIR": str(data_dir)}
+    env.setdefault("DJANGO_SETTINGS_MODULE", "branchboard.settings")
+    manage = [sys.executable, str(ROOT / "manage.py")]
 
-    from bench.corpus import long_session
+    from django.db import connection
+
     from sessions_app.models import Session
     from sessions_app.services.importing import sessions_import
 
-    rows = []
+    print(f"database: {connection.vendor}; runs: {args.runs}; every run against its own cp+sync")
+    header = (
+        f"{'session':>8} {'turns':>6} {'action':<16} {'via':<8} {'run':>3} "
+        f"{'cp+sync s':>9} {'fork s':>7} {'ratio':>6}"
+    )
+    print(header)
+    worst: dict[tuple[float, str, str], float] = {}
     try:
-        for size in [int(s) for s in args.sizes.split(",")]:
-            root = work / f"root{size}"
-            path, lines = long_session(root / "-work-bench", target_bytes=size * 1_000_000)
+        for size in [float(s) for s in args.sizes.split(",")]:
+            root = work / f"root{size:g}"
+            path, _lines = generate(root / "-work-bench", target_bytes=int(size * 1_000_000))
             old = time.time() - 60
             os.utime(path, (old, old))
-            start = time.perf_counter()
             sessions_import(roots=[root])
-            imported = time.perf_counter() - start
             session = Session.objects.get(path=str(path))
+            sid = str(session.session_id)
             mb = path.stat().st_size / 1e6
-            cp = min(_timed(["cp", str(path), str(work / "cp.jsonl")]) for _ in range(3))
-            cp_sync = min(_copy_fsync(path, work / "cp.jsonl") for _ in range(3))
-            (work / "cp.jsonl").unlink()
             middle = max(1, session.turn_count // 2)
-            for label, turn in ((f"fork at turn {middle}", middle), ("branch (whole)", None)):
-                runs = [_fork(data_dir, str(session.session_id), turn) for _ in range(3)]
-                best = min(runs, key=lambda r: r["total"])
-                rows.append(
-                    (mb, session.turn_count, lines, imported, cp, cp_sync, label, best, runs)
-                )
-                for new in Session.objects.filter(parent=session):
-                    Path(new.path).unlink(missing_ok=True)
-                    new.delete()
+            actions = (("branch (whole)", []), (f"fork at {middle}", ["--turn", str(middle)]))
+            for label, extra in actions:
+                for run in range(1, args.runs + 1):
+                    connection.close()
+                    base = cp_sync(path, work)
+                    child = [sys.executable, __file__, "--child", str(data_dir), sid, *extra[1:]]
+                    _, out = _run(child, env=env)
+                    spent = json.loads(out.strip().splitlines()[-1])["seconds"]
+                    _remove_forks(session.pk)
+                    rows = [("service", base, spent)]
+                    # The command line: its wall time less its start-up (a refused run
+                    # that sets up Django, opens the database and looks a session up).
+                    base = cp_sync(path, work)
+                    startup, _ = _run(
+                        [*manage, "fork_session", str(uuid.uuid4())], env=env, ok=(3,)
+                    )
+                    wall, _ = _run([*manage, "fork_session", sid, *extra], env=env)
+                    _remove_forks(session.pk)
+                    rows.append(("command", base, wall - startup))
+                    for via, base_s, fork_s in rows:
+                        ratio = fork_s / base_s
+                        key = (mb, label, via)
+                        worst[key] = max(worst.get(key, 0.0), ratio)
+                        print(
+                            f"{mb:>6.0f}MB {session.turn_count:>6} {label:<16} {via:<8} "
+                            f"{run:>3} {base_s:>9.3f} {fork_s:>7.3f} {ratio:>5.2f}x",
+                            flush=True,
+                        )
             path.unlink()
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print()
-    print(
-        f"{'session':>9} {'turns':>6} {'action':<20} {'cp s':>6} {'cp+fsync':>8} "
-        f"{'write s':>8} {'register s':>10} {'total s':>8} {'total/cp+fsync':>14} {'RSS before':>10} {'RSS peak':>9}"
-    )
-    for mb, turns, _lines, _imported, cp, cp_sync, label, best, _runs in rows:
-        print(
-            f"{mb:>7.0f}MB {turns:>6} {label:<20} {cp:>6.2f} {cp_sync:>8.2f} {best['write']:>8.2f} "
-            f"{best['import']:>10.2f} {best['total']:>8.2f} {best['total'] / cp_sync:>7.1f}x "
-            f"{best['rss_before']:>8.0f}MB {best['rss_peak']:>7.0f}MB"
-        )
-    print(
-        "\n(best of 3 runs each; write = the new file written, fsynced and linked;"
-        " register = its rows and lineage written to the database)"
-    )
+    print("\nworst ratio of every run (fork / cp+sync; must be <= 2x):")
+    for (mb, label, via), ratio in worst.items():
+        print(f"{mb:>6.0f}MB {label:<16} {via:<8} {ratio:>5.2f}x")
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else None)
+        turn = int(sys.argv[4]) if len(sys.argv) > 4 else None
+        child_fork(Path(sys.argv[2]), sys.argv[3], turn)
     else:
         main()

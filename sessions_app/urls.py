@@ -16,6 +16,11 @@ urlpatterns = [
         name="record_output",
     ),
     path(
+        "sessions/<uuid:session_id>/records/<int:line>/output/<int:index>/",
+        views.record_output,
+        name="record_item",
+    ),
+    path(
         "sessions/<uuid:session_id>/subagents/<str:agent_id>/",
         views.subagent,
         name="subagent",

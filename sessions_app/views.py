@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
 
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
@@ -18,7 +19,7 @@ from .models import Project, Session
 from .permissions import can_write
 from .resume import resume_command
 from .services.roots import UnsafePath, open_regular
-from .transcript import build_turns
+from .transcript import PAGE_LIMITS, Page, RawRecord, build_page, build_turns, full_item
 
 AGENT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Record ids are UUIDs in both CLIs; a damaged or hand-made file may hold others.
@@ -98,15 +99,24 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
     total = branch.turns if branch else session.turn_count
     after = _int(request.GET.get("after"), 0, high=total)
     last = after + selectors.PAGE_TURNS
+    # `from` and `skip`: the page starts inside turn after+1, at this record and item.
+    start = (_int(request.GET.get("from"), 0), _int(request.GET.get("skip"), 0))
+    records: Iterable[RawRecord]
     if branch:
         records = selectors.branch_records(
             session, branch, first_turn=after + 1, last_turn=last, show_all=show_all
         )
     else:
-        records = selectors.transcript_records(
-            session, first_turn=after + 1, last_turn=last, show_all=show_all
+        records = selectors.page_records(
+            session,
+            first_turn=after + 1,
+            last_turn=last,
+            from_line=start[0],
+            limit=PAGE_LIMITS.records + 1,
+            show_all=show_all,
         )
-    turns = build_turns(records, session.agent, show_all=show_all)
+    page = build_page(records, session.agent, show_all=show_all, limits=PAGE_LIMITS, start=start)
+    turns = page.turns
     if not branch:
         by_turn: dict[int, list[dict]] = {}
         for abandoned in session.abandoned:
@@ -117,7 +127,7 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
     context = {
         "session": session,
         "turns": turns,
-        "next_after": last if last < total else None,
+        "next_page": _next_page(page, last, total),
         "show_all": show_all,
         "leaf": leaf,
         "branch_turns": total,
@@ -126,13 +136,23 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         "can_write": can_write(request.user),
     }
     template = "sessions_app/transcript.html"
-    if request.htmx and after:
+    if request.htmx and (after or start[0]):
         template += "#turn-page"
     else:
         context["children"] = session.children.order_by("id")
         context["undo_available"] = selectors.undo_available(session)
         context["edit_prompt"] = selectors.edit_prompt(session)
     return render(request, template, context)
+
+
+def _next_page(page: Page, last: int, total: int) -> tuple[str, str] | None:
+    """The query and label of the page after this one: the rest of a turn, or the next turns."""
+    if page.next_line is not None:
+        turn = page.next_turn or 0
+        query = f"after={max(turn - 1, 0)}&from={page.next_line}&skip={page.next_index}"
+        shown = page.turns[-1].number if page.turns else None
+        return query, f"More of turn {turn}" if turn and turn == shown else "More turns"
+    return (f"after={last}", "More turns") if last < total else None
 
 
 def _abandoned_branch(
@@ -150,15 +170,26 @@ def _abandoned_branch(
 
 
 @require_safe
-def record_output(request: HttpRequest, session_id: uuid.UUID, line: int) -> HttpResponse:
-    """The whole output of one record, for "show all" on a cut one."""
+def record_output(
+    request: HtmxHttpRequest, session_id: uuid.UUID, line: int, index: int | None = None
+) -> HttpResponse:
+    """One item of a record whole ("show all" of a cut one), or every item of the record."""
     session = session_or_404(session_id)
     record = selectors.record_at(session, line)
     if record is None:
         raise Http404("no such record")
-    turns = build_turns([record], session.agent, show_all=True)
-    items = [item for turn in turns for item in turn.items]
-    return render(request, "sessions_app/record_output.html", {"items": items})
+    if index is None:
+        turns = build_turns([record], session.agent, show_all=True)
+        items = [item for turn in turns for item in turn.items]
+    elif (item := full_item(record, session.agent, index, raw="raw" in request.GET)) is None:
+        raise Http404("no such item")
+    else:
+        items = [item]
+    template = "sessions_app/record_output.html"
+    if request.htmx:
+        template += "#record-output"
+    context = {"session": session, "items": items, "line": line, "turn": record.turn}
+    return render(request, template, context)
 
 
 @require_safe

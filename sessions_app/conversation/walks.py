@@ -36,13 +36,14 @@ def latest_leaf(
     for i in candidates:
         if children.get(i):
             continue
-        key = (_conversation_time(nodes, i, parent), i)
+        key = (conversation_time(nodes, i, parent), i)
         if key > best_key:
             best, best_key = i, key
     return best
 
 
-def _conversation_time(nodes: Sequence[Node], i: int, parent: list[int]) -> datetime:
+def conversation_time(nodes: Sequence[Node], i: int, parent: list[int]) -> datetime:
+    """The time Claude Code ranks leaf `i` by: that of its nearest conversation record."""
     # Walk up to the nearest user/assistant record; a leaf of progress records
     # must not win over the conversation's real end.
     for _ in range(1000):

@@ -6,7 +6,11 @@ outside this package branches on an agent's name.
 
 A reader turns one raw line into a `ParsedRecord`: the fields the graph, the turn
 function and the pages need. The raw bytes themselves are never changed; unknown
-record types come through as kind "other" and are carried along untouched.
+record types come through as kind "other" and are carried along untouched. Each
+agent reads a line in two ways that give the same record: a selective decode of
+only those fields (`claude_index`, `qwen_index`: msgspec, the rest of the line
+skipped unbuilt), and, for any line that decode is not sure of, the whole line
+(orjson), which alone drops and names bad values.
 
 Every value a reader returns is safe to store in either database: a field that is
 out of range, too long, of the wrong type or holds a NUL is dropped (or clamped)

@@ -8,7 +8,9 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
 - `parse_line(raw: bytes) -> ParsedRecord`: one line, normalised to the record
   kinds of `formats/__init__.py` (PROMPT, ASSISTANT, TOOL_RESULT, REWIND ...);
   never raises (an undecodable line is kind INVALID; `common.load` does that).
-  It runs once per line of 300 MB files, so it stays lean.
+  It runs once per line of 300 MB files, so it stays lean: it may try a
+  selective decode first (`claude_index.parse_indexed`) whose record, where it
+  gives one, equals the full read's.
 - `message_text(message) -> str`: the human-readable text of a record's `message`,
   and `record_text(data) -> str`: the same for a whole record (its parsed line).
 - `content_blocks(data) -> list[dict]`: the blocks of a record's message.

@@ -57,24 +57,13 @@ NOT_PROMPT_PREFIXES = (
     "<user-memory-input>",
 )
 LOCAL_OUTPUT_PREFIXES = ("<local-command-stdout>", "<local-command-stderr>")
-BOOKKEEPING_TYPES = frozenset(
-    {
-        "queue-operation",
-        "last-prompt",
-        "cost-state",
-        "file-history-snapshot",
-        "api-request",
-        "api-request-blob",
-        "api-request-shape",
-        "agent-name",
-        "mode",
-        "permission-mode",
-        "tools-used",
-        "atis-latch",
-        "tag",
-        "pr-link",
-    }
-)
+# fmt: off
+BOOKKEEPING_TYPES = frozenset({
+    "queue-operation", "last-prompt", "cost-state", "file-history-snapshot", "api-request",
+    "api-request-blob", "api-request-shape", "agent-name", "mode", "permission-mode",
+    "tools-used", "atis-latch", "tag", "pr-link",
+})
+# fmt: on
 
 
 def message_text(message: Any) -> str:
@@ -106,17 +95,28 @@ def _has_tool_result(message: Any) -> bool:
 
 def classify_user(data: dict[str, Any], text: str) -> str:
     """The kind of a `user` record, from its shape alone (see conversation.is_turn_start)."""
-    message = data.get("message")
-    if data.get("isCompactSummary"):
+    return user_kind(
+        compact=bool(data.get("isCompactSummary")),
+        tool_result="toolUseResult" in data or _has_tool_result(data.get("message")),
+        meta=bool(data.get("isMeta")),
+        origin=string(data, "turnOrigin") or string(data, "promptSource"),
+        text=text,
+    )
+
+
+def user_kind(
+    *, compact: bool, tool_result: bool, meta: bool, origin: str | None, text: str
+) -> str:
+    """The rule of `classify_user` over what it reads; `text` counts only if no flag decides."""
+    if compact:
         return COMPACT_SUMMARY
-    if "toolUseResult" in data or _has_tool_result(message):
+    if tool_result:
         return TOOL_RESULT
-    if data.get("isMeta"):
+    if meta:
         return USER_OTHER
     stripped = text.lstrip()
     if stripped.startswith(LOCAL_OUTPUT_PREFIXES):
         return LOCAL_OUTPUT
-    origin = string(data, "turnOrigin") or string(data, "promptSource")
     if origin in MACHINE_ORIGINS:
         return USER_OTHER
     if stripped.startswith(NOT_PROMPT_PREFIXES) or not stripped:
@@ -127,7 +127,13 @@ def classify_user(data: dict[str, Any], text: str) -> str:
 
 
 def parse_line(raw: bytes) -> ParsedRecord:
-    """Parse one Claude Code line."""
+    """Parse one Claude Code line: the index's fields alone where that is safe, else whole."""
+    record = parse_indexed(raw)
+    return record if record is not None else parse_whole(raw)
+
+
+def parse_whole(raw: bytes) -> ParsedRecord:
+    """Parse one Claude Code line from all of its JSON; never raises."""
     data = load(raw)
     if isinstance(data, ParsedRecord):
         return data
@@ -288,3 +294,6 @@ AGENT: Agent = Agent(
     # Claude Code writes nothing for a rewind: the file is rewritten after a backup.
     rewind_line=None,
 )
+
+# The selective decoder uses the rules above, so it is bound last.
+from .claude_index import parse_indexed  # noqa: E402

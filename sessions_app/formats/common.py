@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import msgspec
 import orjson
 
 from . import INVALID, MAX_COUNT, OTHER, TEXT_LIMIT, ParsedRecord, parse_timestamp
@@ -20,6 +21,81 @@ MESSAGE_ID_LIMIT = 128
 MODEL_LIMIT = 128
 BRANCH_LIMIT = 255
 PATH_LIMIT = 4096
+
+
+NO_RAW = msgspec.Raw()  # a field a selective decode found absent
+_decode_str = msgspec.json.Decoder(str).decode
+
+
+class IndexedLine(msgspec.Struct, gc=False):
+    """The fields both CLIs write the same way, for a selective decode (see `base_record`)."""
+
+    type: str | None = None
+    subtype: str | None = None
+    uuid: str | None = None
+    parentUuid: str | None = None
+    logicalParentUuid: str | None = None
+    timestamp: str | None = None
+    sessionId: str | None = None
+    cwd: str | None = None
+    gitBranch: str | None = None
+    isSidechain: Any = None
+
+
+BaseFields = tuple[
+    str, str, str | None, str | None, str | None, str | None, datetime | None, str | None,
+    str | None, str | None, bool
+]  # fmt: skip
+
+
+def indexed_base(line: IndexedLine) -> BaseFields | None:
+    """`base_record`'s fields of a selectively decoded line; None where it would note one.
+
+    (type, subtype, uuid, parent, logical parent, timestamp, time, session id, cwd,
+    git branch, sidechain)
+    """
+    for value in (
+        line.type,
+        line.subtype,
+        line.uuid,
+        line.parentUuid,
+        line.logicalParentUuid,
+        line.timestamp,
+        line.sessionId,
+    ):
+        if value is not None and (len(value) > ID_LIMIT or "\x00" in value):
+            return None
+    cwd, branch, timestamp = line.cwd, line.gitBranch, line.timestamp
+    if cwd is not None and (len(cwd) > PATH_LIMIT or "\x00" in cwd):
+        return None
+    if branch is not None and (len(branch) > BRANCH_LIMIT or "\x00" in branch):
+        return None
+    time = None
+    if timestamp is not None:
+        time = parse_timestamp(timestamp)
+        if time is None:
+            return None
+    return (
+        line.type or "",
+        line.subtype or "",
+        line.uuid,
+        line.parentUuid,
+        line.logicalParentUuid,
+        timestamp,
+        time,
+        line.sessionId,
+        cwd,
+        branch,
+        line.isSidechain is True,
+    )
+
+
+def decode_text(raw: msgspec.Raw) -> str | None:
+    """The JSON string a selective decode kept raw; None when it is no string."""
+    try:
+        return _decode_str(raw)
+    except Exception:  # any doubt: the caller reads the whole line
+        return None
 
 
 def load(raw: bytes) -> dict[str, Any] | ParsedRecord:

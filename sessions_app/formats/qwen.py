@@ -27,6 +27,7 @@ from .common import (
     note,
     string,
 )
+from .qwen_index import parse_indexed
 from .writing import qwen_rewind_line, qwen_title_line
 
 
@@ -53,7 +54,13 @@ def _has_function_response(message: Any) -> bool:
 
 
 def parse_line(raw: bytes) -> ParsedRecord:
-    """Parse one Qwen Code line."""
+    """Parse one Qwen Code line: the index's fields alone where that is safe, else whole."""
+    record = parse_indexed(raw)
+    return record if record is not None else parse_whole(raw)
+
+
+def parse_whole(raw: bytes) -> ParsedRecord:
+    """Parse one Qwen Code line from all of its JSON; never raises."""
     data = load(raw)
     if isinstance(data, ParsedRecord):
         return data

@@ -16,6 +16,9 @@ from .text import clean, cut_at_line
 
 # Pygments is pure Python (~1 s per MB); past this many characters per call, code is plain.
 HIGHLIGHT_LIMIT = 200_000
+# Dense code (minified, punctuation) gets a <span> per character; past this growth it is
+# shown plain, so a page can bound its size before rendering (transcript.limits).
+HIGHLIGHT_GROWTH = 10
 
 CODE_CLASSES = frozenset(cls for cls in STANDARD_TYPES.values() if cls)
 
@@ -45,6 +48,8 @@ def highlighted(code: str, lexer: Lexer | None, limit: int = HIGHLIGHT_LIMIT) ->
     try:
         html = pygments_highlight(head, lexer, _formatter)
     except Exception:  # a lexer bug must not break the page
+        return escape(code, quote=False)
+    if len(html) > HIGHLIGHT_GROWTH * len(head) + 1_000:
         return escape(code, quote=False)
     if not head.endswith("\n") and html.endswith("\n"):
         html = html[:-1]  # Pygments ensures a final newline; keep the text's own ending

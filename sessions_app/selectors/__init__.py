@@ -20,7 +20,7 @@ from .lists import (
     sessions_of_project,
     with_children_counts,
 )
-from .records import PAGE_TURNS, record_at, subagent_records, transcript_records
+from .records import PAGE_TURNS, page_records, record_at, subagent_records, transcript_records
 
 __all__ = [
     "PAGE_TURNS",
@@ -31,6 +31,7 @@ __all__ = [
     "edit_prompt",
     "lineage_of",
     "listed_session",
+    "page_records",
     "projects_for_dashboard",
     "record_at",
     "session_summary",

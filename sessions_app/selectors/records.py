@@ -6,23 +6,61 @@ itself. A file that cannot be opened still gives its records, without data.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 import orjson
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from ..models import Record, Session
 from ..services.roots import UnsafePath, open_regular
 from ..transcript import RawRecord
 
 PAGE_TURNS = 20
+# The columns a page needs; the raw bytes stay in the file.
+PAGE_COLUMNS = (
+    "line",
+    "offset",
+    "length",
+    "kind",
+    "raw_type",
+    "subtype",
+    "turn",
+    "active",
+    "sidechain",
+    "timestamp",
+    "text",
+)
 
 
 def transcript_records(
     session: Session, *, first_turn: int, last_turn: int, show_all: bool = False
 ) -> list[RawRecord]:
     """The records of turns first..last, in file order, each with its parsed line."""
+    return with_data(session, _turn_rows(session, first_turn, last_turn, show_all))
+
+
+def page_records(
+    session: Session,
+    *,
+    first_turn: int,
+    last_turn: int,
+    from_line: int = 0,
+    limit: int,
+    show_all: bool = False,
+) -> Iterator[RawRecord]:
+    """At most `limit` records of turns first..last from `from_line` on, each read when reached.
+
+    A page stops taking records once full: a record it does not reach is never read
+    from the file or parsed.
+    """
+    rows = _turn_rows(session, first_turn, last_turn, show_all).filter(line__gte=from_line)
+    # Plain rows, in chunks: rows past where the page stops are not even made into tuples.
+    rows = rows.values_list(*PAGE_COLUMNS, named=True)[:limit]
+    return iter_with_data(session, rows.iterator(chunk_size=100))
+
+
+def _turn_rows(session: Session, first_turn: int, last_turn: int, show_all: bool) -> QuerySet:
     rows = Record.objects.filter(session=session, turn__gte=first_turn, turn__lte=last_turn)
     if first_turn <= 1 and show_all:
         rows = Record.objects.filter(session=session).filter(
@@ -30,7 +68,7 @@ def transcript_records(
         )
     if not show_all:
         rows = rows.filter(active=True)
-    return with_data(session, rows.order_by("line"))
+    return rows.order_by("line")
 
 
 def record_at(session: Session, line: int) -> RawRecord | None:
@@ -49,14 +87,21 @@ def subagent_records(sub: Session) -> list[RawRecord]:
     return records
 
 
-def with_data(session: Session, rows: Iterable[Record]) -> list[RawRecord]:
+def with_data(session: Session, rows: Iterable[Any]) -> list[RawRecord]:
     """The rows as transcript records, each with its line read from the session file."""
+    return list(iter_with_data(session, rows))
+
+
+def iter_with_data(session: Session, rows: Iterable[Any]) -> Iterator[RawRecord]:
+    """The rows as transcript records, each line read from the file only when it is reached."""
     try:
         f = open_regular(session.path, root=session.project.root)
     except (OSError, UnsafePath):
-        return [_raw(row, None) for row in rows]
+        yield from (_raw(row, None) for row in rows)
+        return
     with f:
-        return [_raw(row, _load(f, row.offset, row.length)) for row in rows]
+        for row in rows:
+            yield _raw(row, _load(f, row.offset, row.length))
 
 
 def _load(f: BinaryIO, offset: int, length: int) -> Any:
@@ -67,7 +112,8 @@ def _load(f: BinaryIO, offset: int, length: int) -> Any:
         return None
 
 
-def _raw(row: Record, data: Any) -> RawRecord:
+def _raw(row: Any, data: Any) -> RawRecord:
+    # `row`: a Record, or a named row of its PAGE_COLUMNS.
     return RawRecord(
         line=row.line,
         kind=row.kind,

@@ -53,6 +53,53 @@ def stale_temp_files_remove(folder: Path) -> list[Path]:
 Verify = Callable[[Path], object]
 
 
+class NewFile:
+    """A temporary file beside `target`, written, fsynced, then linked to `target` by the caller."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+        self.path = _temp_path(target)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        self.out: BinaryIO = os.fdopen(fd, "wb", buffering=1024 * 1024)
+        self.linked = False
+
+    def finish(self) -> None:
+        """Everything written reaches the disk; the file is closed."""
+        self.out.flush()
+        os.fsync(self.out.fileno())
+        self.out.close()
+
+    def replace_tail(self, offset: int, data: bytes) -> None:
+        """Cut the finished file at `offset`, append `data` and fsync: a last line rewritten."""
+        fd = os.open(self.path, os.O_WRONLY | os.O_NOFOLLOW)
+        try:
+            os.ftruncate(fd, offset)
+            os.lseek(fd, offset, os.SEEK_SET)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def link(self) -> None:
+        """Give the file its name; `FileExistsError` if it is taken (nothing is overwritten)."""
+        os.link(self.path, self.target)
+        self.linked = True
+        _fsync_dir(self.target.parent)
+
+
+@contextlib.contextmanager
+def new_file(target: Path) -> Iterator[NewFile]:
+    """A `NewFile` for `target`; the temporary name is gone on the way out, linked or not."""
+    made = NewFile(target)
+    try:
+        yield made
+    finally:
+        made.out.close()
+        made.path.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def create_exclusive(target: Path, *, verify: Verify | None = None) -> Iterator[BinaryIO]:
     """Write a new file that appears under `target` only once complete and checked.

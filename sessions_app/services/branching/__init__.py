@@ -7,8 +7,12 @@ rewind, and a Claude Code rewind first saves the whole old file as a backup.
 
 Modules, one rule each: `errors` (what a refusal says), `guards` (checks before
 any write), `titles`, `copying` (streamed, each record checked against the
-index), `registering` (index a written file and check it reads back), `forking`,
-`rewinding` (rewind and undo). Which records a cut keeps is `formats.shape`.
+index), `kept` (what the copy wrote for each kept source row), `readback` (a
+fork read back from its temporary file against the rows it will get),
+`deriving` (a fork's index derived from its source's rows in SQL), `registering`
+(index a written file from scratch and check it reads back: rewinds, and forks
+the read-back cannot vouch for), `forking`, `rewinding` (rewind and undo). Which
+records a cut keeps is `formats.shape`.
 """
 
 from __future__ import annotations

@@ -8,12 +8,12 @@ stream from the database and bytes are read a large block at a time.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 import orjson
 from django.db import connection
+from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, several times faster
 
 from ...formats.shape import (
     SESSION_LEVEL_TYPES,
@@ -71,16 +71,31 @@ class RecordReader:
             self.start = row.offset
             self.block = self.f.read(max(row.length, self.BLOCK))
             raw = self.block[: row.length]
-        if len(raw) != row.length or zlib.crc32(raw) != row.digest:
+        if len(raw) != row.length or crc32(raw) != row.digest:
             raise StaleIndex(self.path)
         return raw
 
 
-def write_kept(session: Session, out: BinaryIO, *, cut: int, mode: str, new_id: str | None) -> str:
+class LineLog(Protocol):
+    """Takes note of each line written: its source row, and the length and CRC-32 written."""
+
+    def add(self, row: Row, length: int, digest: int) -> None: ...
+
+
+def write_kept(
+    session: Session,
+    out: BinaryIO,
+    *,
+    cut: int,
+    mode: str,
+    new_id: str | None,
+    log: LineLog | None = None,
+) -> str:
     """Stream the records kept by a cut after turn `cut` into `out`; returns the last kept uuid.
 
     With `new_id` each line is restamped into that session (a fork); without, it
-    is copied unchanged (a rewind of the same session).
+    is copied unchanged (a rewind of the same session). With `log`, each line's
+    length and CRC-32 are taken from the bytes written, for the new index.
     """
     kept: set[str] = set()
     last_uuid = None
@@ -103,12 +118,16 @@ def write_kept(session: Session, out: BinaryIO, *, cut: int, mode: str, new_id: 
                     # Bookkeeping refers to prompts (file-history-snapshot.messageId);
                     # remembering only user records keeps this set small.
                     kept.add(row.uuid)
+            start = len(pending)
             if new_id is None:
                 write(raw if raw.endswith(b"\n") else raw + b"\n")
             else:
                 restamp_into(
                     write, raw, source_id=source_id, new_id=new_id, message_uuid=row.uuid or None
                 )
+            if log is not None:
+                with memoryview(pending) as view:
+                    log.add(row, len(pending) - start, crc32(view[start:]))
             if len(pending) >= FLUSH_BYTES:
                 out.write(pending)
                 pending.clear()
@@ -141,7 +160,7 @@ def base_fields(session: Session) -> dict:
     with open_regular(session.path, root=session.project.root) as f:
         f.seek(row[0])
         raw = f.read(row[1])
-    if len(raw) != row[1] or zlib.crc32(raw) != row[2]:
+    if len(raw) != row[1] or crc32(raw) != row[2]:
         raise StaleIndex(session.path)
     try:
         data = orjson.loads(raw)

@@ -8,13 +8,17 @@ from pathlib import Path
 
 from django.db import transaction
 
+from ...formats import agent_for
 from ...formats.shape import FORK
 from ...models import Project, Session
-from ..files import create_exclusive
+from ..files import NewFile, new_file
 from ..importing import projects_refresh
 from .copying import base_fields, intended_prompts, write_kept
-from .errors import InvalidTurn, TargetExists
+from .deriving import count_tokens, insert_rows, new_session_row
+from .errors import InvalidTurn, TargetExists, WriteCheckFailed
 from .guards import check_paths, check_readable, check_turn, check_unchanged, own_write
+from .kept import Unproven, Written
+from .readback import ReadBack, read_back
 from .registering import Expected, index_written, session_file_of
 from .titles import title_line, unique_title
 
@@ -44,34 +48,86 @@ def fork(session: Session, turn: int | None, include_turn: bool, title: str | No
     check_unchanged(session)
     new_id = new_session_id()
     target = Path(session.path).with_name(f"{new_id}.jsonl")
-    expected = Expected(turns=cut, prompts=intended_prompts(session, cut=cut))
+    prompts = intended_prompts(session, cut=cut)
     base = base_fields(session)
-    made: list[Session] = []
-
-    def verify(temp: Path) -> None:
-        made.append(
-            index_written(
-                source=session_file_of(session, target, new_id), temp=temp, expected=expected
+    # A first choice, made without a lock; checked again when the fork is registered.
+    chosen = unique_title(session, title)
+    written = Written()
+    try:
+        with new_file(target) as temp:
+            # No database lock is held while the file is streamed, fsynced and read back.
+            last_uuid = write_kept(
+                session, temp.out, cut=cut, mode=FORK, new_id=new_id, log=written
             )
-        )
-
-    with transaction.atomic():
-        Project.objects.select_for_update().get(pk=session.project_id)
-        chosen = unique_title(session, title)
-        try:
-            with create_exclusive(target, verify=verify) as out:
-                last_uuid = write_kept(session, out, cut=cut, mode=FORK, new_id=new_id)
-                out.write(title_line(session, new_id, chosen, last_uuid, base))
-                check_unchanged(session)
-        except FileExistsError:
-            raise TargetExists(f"{target} already exists; nothing was written") from None
-        try:
-            new = made[0]
-            new.parent, new.kind, new.fork_turn = session, kind, turn or cut
-            new.own_write = own_write(os.lstat(target))
-            new.save(update_fields=["parent", "kind", "fork_turn", "own_write"])
-            projects_refresh(project_ids=[session.project_id])
-        except BaseException:
-            target.unlink(missing_ok=True)
-            raise
+            line = title_line(session, new_id, chosen, last_uuid, base)
+            temp.out.write(line)
+            check_unchanged(session)
+            temp.finish()
+            try:
+                found: ReadBack | None = read_back(
+                    session, temp.path, written, new_id=new_id, title_line=line, turns=cut,
+                    prompts=prompts,
+                )  # fmt: skip
+            except Unproven:
+                found = None
+            try:
+                with transaction.atomic():
+                    Project.objects.select_for_update().get(pk=session.project_id)
+                    again = unique_title(session, title)
+                    if again != chosen:
+                        # Another fork took the title meanwhile: the title line, the
+                        # file's last, is written again with the next free one.
+                        line = title_line(session, new_id, again, last_uuid, base)
+                        _retitle(session, temp, sum(written.length), line, new_id, found)
+                    new = _register(session, temp, target, new_id, written, found, cut, prompts)
+                    new.parent, new.kind, new.fork_turn = session, kind, turn or cut
+                    temp.link()
+                    new.own_write = own_write(os.lstat(target))
+                    new.save(update_fields=["parent", "kind", "fork_turn", "own_write"])
+                    projects_refresh(project_ids=[session.project_id])
+            except BaseException:
+                if temp.linked:
+                    target.unlink(missing_ok=True)
+                raise
+    except FileExistsError:
+        raise TargetExists(f"{target} already exists; nothing was written") from None
     return new
+
+
+def _register(
+    session: Session,
+    temp: NewFile,
+    target: Path,
+    new_id: str,
+    written: Written,
+    found: ReadBack | None,
+    cut: int,
+    prompts: list[str],
+) -> Session:
+    """The new session's index: derived from the source's, or (unproven) a full import."""
+    if found is None:
+        expected = Expected(turns=cut, prompts=prompts)
+        return index_written(
+            source=session_file_of(session, target, new_id), temp=temp.path, expected=expected
+        )
+    new = new_session_row(session, path=temp.path, new_id=new_id, written=written, found=found)
+    new.path = str(target)
+    new.save(update_fields=["path"])
+    insert_rows(session, new, written, found)
+    count_tokens(new)
+    return new
+
+
+def _retitle(
+    session: Session, temp: NewFile, offset: int, line: bytes, new_id: str, found: ReadBack | None
+) -> None:
+    """Write the title line again and read it back."""
+    temp.replace_tail(offset, line)
+    with temp.path.open("rb") as f:
+        f.seek(offset)
+        back = f.read()
+    record = agent_for(session.agent).parse_line(back)
+    if back != line or record.session_id != new_id or not record.title:
+        raise WriteCheckFailed(f"{temp.path}: the title line did not read back as written")
+    if found is not None:
+        found.retitle(line, record)

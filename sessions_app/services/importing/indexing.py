@@ -1,4 +1,4 @@
-"""One open file brought up to date: plan, read, analyse the whole graph, write the rows."""
+"""One open file brought up to date: plan, read, number the graph (an append from its leaf)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,24 @@ import os
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from ...conversation import analyse
+from ...conversation import analyse, extend
 from ...models import Session
 from ..discovery import SessionFile
 from ..import_plan import HEAD_BYTES, FileState, Plan, import_plan
 from .reading import FileReader
 from .report import ImportReport
-from .session_row import new_session, reset, stored_state, update_session
-from .storing import existing_nodes, store_records
+from .session_row import (
+    appended_update_possible,
+    new_session,
+    reset,
+    stored_state,
+    update_session,
+    update_session_appended,
+)
+from .storing import active_tip, existing_nodes, records_append, store_records
+
+# Off only to measure the whole-graph analysis an append otherwise avoids (bench/).
+INCREMENTAL = True
 
 
 @dataclass
@@ -45,12 +55,13 @@ def import_open_file(
         report.skipped += 1
         return Indexed(session, 0, plan)
     start = 0
+    retold = 0
     if session is None:
         session = new_session(source)
     elif plan is Plan.APPEND:
         start = session.bytes_imported
         # The unterminated tail of the last import is read again, now complete.
-        session.records.filter(line__gte=session.line_count).delete()
+        retold, _ = session.records.filter(line__gte=session.line_count).delete()
     else:
         session.records.all().delete()
         reset(session)
@@ -60,13 +71,24 @@ def import_open_file(
     reader = FileReader(source, session, report)
     new_rows = reader.read(f, start, first_line=session.line_count if start else 0)
 
+    report.sessions += 1
+    report.records += len(new_rows)
+    report.invalid += reader.invalid
+    # The common append continues the active branch: numbered from its leaf, no
+    # stored row moves. Not after a re-read tail: the session row counted it already.
+    extension = None
+    if start and not retold and INCREMENTAL and appended_update_possible(session):
+        tip = active_tip(session, reader.nodes)
+        extension = extend(tip, reader.nodes, source.agent) if tip is not None else None
+    if extension is not None:
+        update_session_appended(session, source, reader, extension, stat, head)
+        records_append(session, reader.nodes, new_rows, extension)
+        return Indexed(session, reader.foreign_ids, plan)
+
     existing = existing_nodes(session) if start else []
     nodes = existing + reader.nodes
     analysis = analyse(nodes, source.agent)
     # The session row is written once, with everything the file said, before its records.
     update_session(session, source, reader, analysis, nodes, stat, head)
     store_records(session, nodes, len(existing), new_rows, analysis)
-    report.sessions += 1
-    report.records += len(new_rows)
-    report.invalid += reader.invalid
     return Indexed(session, reader.foreign_ids, plan)

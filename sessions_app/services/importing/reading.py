@@ -16,6 +16,7 @@ from ..discovery import SessionFile
 from .report import ImportReport
 
 MAX_ERRORS_PER_FILE = 5
+NO_TOKENS = (0, 0)
 
 
 class FileReader:
@@ -47,19 +48,23 @@ class FileReader:
     def read(self, f: BinaryIO, offset: int, first_line: int) -> list[tuple]:
         rows: list[tuple] = []
         line_no = first_line
-        parse_line = agent_for(self.source.agent).parse_line  # looked up once, not per line
+        # Looked up once, not per line: this loop runs for every line of every file.
+        parse_line = agent_for(self.source.agent).parse_line
+        note, own_id, crc32 = self._note, self.own_id, zlib.crc32
+        add_row, add_node = rows.append, self.nodes.append
+        foreign = 0
+        tail_offset, tail, bytes_end, line_end = self.tail_offset, self.tail, 0, 0
         for raw in f:
             length = len(raw)
-            complete = raw.endswith(b"\n")
             record = parse_line(raw)
-            tokens_in, tokens_out = self._note(record, line_no)
-            if record.session_id and self.own_id and record.session_id != self.own_id:
-                self.foreign_ids += 1
-            node = node_from_record(line_no, record)
-            self.nodes.append(node)
+            tokens_in, tokens_out = note(record, line_no)
+            session_id = record.session_id
+            if session_id and own_id and session_id != own_id:
+                foreign += 1
+            add_node(node_from_record(line_no, record))
             # Only what the row needs beyond the node: a parsed record is large, and a
             # 300 MB session has a hundred thousand of them.
-            rows.append(
+            add_row(
                 (
                     line_no,
                     offset,
@@ -69,36 +74,31 @@ class FileReader:
                     record.error,
                     tokens_in,
                     tokens_out,
-                    zlib.crc32(raw),
+                    crc32(raw),
                 )
             )
-            if complete:
-                self.tail_offset, self.tail = offset, raw
-            offset += length
-            line_no += 1
-            if complete:
+            if raw.endswith(b"\n"):
                 # Only whole lines count as imported; a half-written tail is read
                 # again next time.
-                self.bytes_end = offset
-                self.line_end = line_no
+                tail_offset, tail = offset, raw
+                bytes_end, line_end = offset + length, line_no + 1
+            offset += length
+            line_no += 1
+        self.foreign_ids += foreign
+        self.tail_offset, self.tail = tail_offset, tail
+        if line_end:
+            self.bytes_end, self.line_end = bytes_end, line_end
         return rows
 
     def _note(self, record: ParsedRecord, line_no: int) -> tuple[int, int]:
         """Collect the session facts of one record; returns the tokens it adds."""
-        counted = (0, 0)
+        counted = NO_TOKENS
         if record.dropped:
             self.report.dropped += len(record.dropped)
             for problem in record.dropped:
-                if self.errors_reported < MAX_ERRORS_PER_FILE:
-                    self.report.errors.append(f"{self.source.path}:{line_no + 1}: {problem}")
-                    self.errors_reported += 1
-        if record.kind == INVALID:
-            self.invalid += 1
-            if self.errors_reported < MAX_ERRORS_PER_FILE:
-                self.report.errors.append(f"{self.source.path}:{line_no + 1}: {record.error}")
-                self.errors_reported += 1
-            return counted
-        if record.kind == ASSISTANT:
+                self._report(line_no, problem)
+        kind = record.kind
+        if kind == ASSISTANT:
             if record.model and record.model not in self.models:
                 self.models.append(record.model)
             # One streamed message is written as several records sharing its id.
@@ -107,7 +107,11 @@ class FileReader:
                 self.output_tokens += record.output_tokens
                 counted = (record.input_tokens, record.output_tokens)
             self.last_message_id = record.message_id or ""
-        elif record.kind == TITLE and record.title:
+        elif kind == INVALID:
+            self.invalid += 1
+            self._report(line_no, record.error)
+            return counted
+        elif kind == TITLE and record.title:
             self.title = record.title
         if record.cwd and not self.cwd:
             self.cwd = record.cwd
@@ -118,3 +122,9 @@ class FileReader:
         if record.forked_from and not self.forked_from:
             self.forked_from = record.forked_from
         return counted
+
+    def _report(self, line_no: int, problem: str | None) -> None:
+        """Report one problem with its file and line; only the first few of a file."""
+        if self.errors_reported < MAX_ERRORS_PER_FILE:
+            self.report.errors.append(f"{self.source.path}:{line_no + 1}: {problem}")
+            self.errors_reported += 1

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 from django.utils import timezone
 
-from ...conversation import Analysis, Node
+from ...conversation import AbandonedBranch, Analysis, Extension, Node
 from ...formats import INVALID, collapse, is_session_id
 from ...models import TITLE_LIMIT, Project, Session
 from ..discovery import SessionFile
@@ -82,6 +83,60 @@ def update_session(
     head: bytes,
 ) -> None:
     """Write the session row once, with the file's state, counts, title, times and lineage."""
+    session.record_count = len(nodes)
+    session.invalid_count = sum(1 for n in nodes if n.kind == INVALID)
+    session.turn_count = analysis.turn_count
+    session.leaf_uuid = analysis.leaf_uuid or ""
+    session.abandoned = [_abandoned(b) for b in analysis.abandoned]
+    first = nodes[analysis.prompt_lines[0]].text if analysis.prompt_lines else None
+    session.first_prompt = first or ""
+    _write(session, source, reader, stat, head, fallback_title=lambda: _fallback_title(nodes))
+
+
+def appended_update_possible(session: Session) -> bool:
+    """Whether an append that continues the active branch can leave the title as it is."""
+    return session.turn_count > 0 and bool(collapse(session.first_prompt))
+
+
+def update_session_appended(
+    session: Session,
+    source: SessionFile,
+    reader: FileReader,
+    extension: Extension,
+    stat: os.stat_result,
+    head: bytes,
+) -> None:
+    """`update_session` after an append that only continued the active branch."""
+    session.record_count += len(reader.nodes)
+    session.invalid_count += sum(1 for n in reader.nodes if n.kind == INVALID)
+    session.turn_count = extension.turn_count
+    session.leaf_uuid = extension.leaf_uuid
+    session.abandoned = [*session.abandoned, *(_abandoned(b) for b in extension.abandoned)]
+    # The first prompt stays where it was (`appended_update_possible`), so does the title
+    # it gives.
+    _write(session, source, reader, stat, head, fallback_title=lambda: "")
+
+
+def _abandoned(branch: AbandonedBranch) -> dict:
+    return {
+        "at_turn": branch.at_turn,
+        "turns": branch.turns,
+        "line": branch.first_line,
+        "leaf_uuid": branch.leaf_uuid,
+        "prompt": collapse(branch.prompt, 200),
+    }
+
+
+def _write(
+    session: Session,
+    source: SessionFile,
+    reader: FileReader,
+    stat: os.stat_result,
+    head: bytes,
+    *,
+    fallback_title: Callable[[], str],
+) -> None:
+    """The rest of the row: file state, tokens, models, title, times, lineage; then save."""
     session.bytes_imported = reader.bytes_end or session.bytes_imported
     session.line_count = reader.line_end or session.line_count
     session.head_digest = digest(head[: min(HEAD_BYTES, session.bytes_imported)])
@@ -90,37 +145,26 @@ def update_session(
     session.file_size = stat.st_size
     session.file_mtime_ns = stat.st_mtime_ns
     session.file_inode = stat.st_ino
-    session.record_count = len(nodes)
-    session.invalid_count = sum(1 for n in nodes if n.kind == INVALID)
-    session.turn_count = analysis.turn_count
-    session.leaf_uuid = analysis.leaf_uuid or ""
-    session.abandoned = [
-        {
-            "at_turn": b.at_turn,
-            "turns": b.turns,
-            "line": b.first_line,
-            "leaf_uuid": b.leaf_uuid,
-            "prompt": collapse(b.prompt, 200),
-        }
-        for b in analysis.abandoned
-    ]
     session.models_used = reader.models
     session.input_tokens += reader.input_tokens
     session.output_tokens += reader.output_tokens
     session.last_message_id = (reader.last_message_id or "")[:128]
     if reader.title:
         session.custom_title = collapse(reader.title, TITLE_LIMIT)
-    first = nodes[analysis.prompt_lines[0]].text if analysis.prompt_lines else None
-    session.first_prompt = first or ""
+    first = session.first_prompt
     session.title = (
-        session.custom_title or (collapse(first) if first else "") or _fallback_title(nodes)
+        session.custom_title or (collapse(first) if first else "") or fallback_title()
     )[:TITLE_LIMIT]
     times = [n.timestamp for n in reader.nodes if n.timestamp]
     if times:
         lo, hi = min(times), max(times)
-        session.started_at = min(session.started_at, lo) if session.started_at else lo
-        session.updated_at = max(session.updated_at, hi) if session.updated_at else hi
-    if session.updated_at is None:
+        if session.started_at is None:  # updated_at held the file's mtime, standing in
+            session.started_at, session.updated_at = lo, hi
+        else:
+            session.started_at = min(session.started_at, lo)
+            session.updated_at = max(session.updated_at, hi) if session.updated_at else hi
+    if session.started_at is None:
+        # No record has said its time (as a fresh import would find): the file's mtime.
         session.updated_at = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
     session.cwd = session.cwd or reader.cwd
     session.git_branch = (reader.git_branch or session.git_branch)[:255]

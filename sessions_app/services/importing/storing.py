@@ -7,8 +7,10 @@ from datetime import UTC, datetime
 
 from django.db import connection
 from django.db.backends.utils import CursorWrapper
+from django.db.models import Q
 
-from ...conversation import Analysis, Node
+from ...conversation import Analysis, Extension, Node, Tip, graph_uuids
+from ...formats import CONVERSATION_KINDS
 from ...models import Record, Session
 
 BATCH = 2000
@@ -69,7 +71,6 @@ def store_records(
 ) -> None:
     """Re-place the first `n_old` stored records whose turn moved; insert the new rows."""
     table = Record._meta.db_table
-    adapt = _datetime_adapter()
     starts = set(analysis.prompt_lines)
     with connection.cursor() as cursor:
         if n_old:
@@ -92,36 +93,134 @@ def store_records(
                     "WHERE session_id = %s AND line = %s",
                     updates,
                 )
-        batch: list[tuple] = []
-        for k, row in enumerate(new_rows):
-            line, offset, length, raw_type, subtype, error, t_in, t_out, crc = row
-            i = n_old + k
-            node = nodes[i]
-            batch.append(
-                (
-                    session.pk,
-                    line,
-                    offset,
-                    length,
-                    node.uuid or "",
-                    node.parent_uuid or "",
-                    node.logical_parent_uuid or "",
-                    raw_type[:64],
-                    subtype[:64],
-                    node.kind,
-                    analysis.turn[i],
-                    analysis.active[i],
-                    node.sidechain,
-                    adapt(node.timestamp) if node.timestamp else None,
-                    node.text or "",
-                    (error or "")[:255],
-                    min(t_in, 2**31 - 1),
-                    min(t_out, 2**31 - 1),
-                    crc,
-                    i in starts,
-                )
+        starts_new = [n_old + k in starts for k in range(len(new_rows))]
+        _insert_new(
+            cursor,
+            session,
+            nodes[n_old:],
+            new_rows,
+            analysis.turn[n_old:],
+            analysis.active[n_old:],
+            starts_new,
+        )
+
+
+def records_append(
+    session: Session, nodes: list[Node], rows: list[tuple], extension: Extension
+) -> None:
+    """Insert the rows of an append that only continued the active branch; no stored row moves."""
+    with connection.cursor() as cursor:
+        _insert_new(
+            cursor, session, nodes, rows, extension.turn, extension.active, extension.starts_turn
+        )
+
+
+def _insert_new(
+    cursor: CursorWrapper,
+    session: Session,
+    nodes: list[Node],
+    new_rows: list[tuple],
+    turns: list[int | None],
+    actives: list[bool],
+    starts: list[bool],
+) -> None:
+    """Insert the rows read (with their nodes), placed by the given turns and flags."""
+    adapt = _datetime_adapter()
+    batch: list[tuple] = []
+    for k, row in enumerate(new_rows):
+        line, offset, length, raw_type, subtype, error, t_in, t_out, crc = row
+        node = nodes[k]
+        batch.append(
+            (
+                session.pk,
+                line,
+                offset,
+                length,
+                node.uuid or "",
+                node.parent_uuid or "",
+                node.logical_parent_uuid or "",
+                raw_type[:64],
+                subtype[:64],
+                node.kind,
+                turns[k],
+                actives[k],
+                node.sidechain,
+                adapt(node.timestamp) if node.timestamp else None,
+                node.text or "",
+                (error or "")[:255],
+                min(t_in, 2**31 - 1),
+                min(t_out, 2**31 - 1),
+                crc,
+                starts[k],
             )
-            if len(batch) >= BATCH:
-                records_insert(cursor, batch)
-                batch.clear()
-        records_insert(cursor, batch)
+        )
+        if len(batch) >= BATCH:
+            records_insert(cursor, batch)
+            batch.clear()
+    records_insert(cursor, batch)
+
+
+# How far up from the active leaf an append looks for its nearest conversation
+# record (usually the leaf itself); beyond that the whole graph is analysed.
+TIP_DEPTH = 8
+
+
+def active_tip(session: Session, new: list[Node]) -> Tip | None:
+    """The stored active leaf an append can continue from, in a few indexed reads; else None.
+
+    None when the stored graph would change: a new record's uuid is already stored,
+    or a stored record names a new one as its (logical) parent.
+    """
+    if not session.leaf_uuid:
+        return None
+    uuids = graph_uuids(new)
+    found = _rows_with_uuids(session, [session.leaf_uuid, *uuids])
+    if any(row[1] != session.leaf_uuid for row in found) or not found:
+        return None
+    if names_as_parent(session, uuids):
+        return None
+    chain = [_node(found[0])]
+    seen = {session.leaf_uuid}
+    while chain[-1].kind not in CONVERSATION_KINDS:
+        up = chain[-1].parent_uuid
+        if not up:
+            if chain[-1].logical_parent_uuid:
+                return None  # a compaction boundary: its parent is found another way
+            break  # the root
+        if up in seen or len(chain) > TIP_DEPTH:
+            return None
+        seen.add(up)
+        rows = _rows_with_uuids(session, [up])
+        if not rows:
+            break  # a parent missing from the file: the chain starts here
+        chain.append(_node(rows[0]))
+    last_active = (
+        session.records.filter(active=True).order_by("-line").values_list("turn", flat=True).first()
+    )
+    return Tip(chain, session.turn_count, last_active)
+
+
+def names_as_parent(session: Session, uuids: list[str]) -> bool:
+    """Whether a stored record names one of `uuids` as its parent (written before it).
+
+    No index holds parent uuids, so this reads every stored row of the session (in
+    SQL): the one part of an append whose cost still grows with the session's size.
+    """
+    if not uuids:
+        return False
+    named = Q(parent_uuid__in=uuids) | Q(logical_parent_uuid__in=uuids)
+    return session.records.filter(named, sidechain=False).exists()
+
+
+def _rows_with_uuids(session: Session, uuids: list[str]) -> list[tuple]:
+    """The graph fields of the stored records (outside sidechains) with these uuids, by line."""
+    fields = ("line", "uuid", "parent_uuid", "kind", "timestamp", "logical_parent_uuid", "text")
+    found = session.records.filter(sidechain=False, uuid__in=uuids).values_list(*fields)
+    # Sorted here: ordering in SQL lets the planner walk the (session, line) index
+    # through every row of the session instead of looking the uuids up.
+    return sorted(found)
+
+
+def _node(row: tuple) -> Node:
+    line, uuid, parent, kind, ts, logical, text = row
+    return Node(line, uuid or None, parent or None, kind, ts, False, logical or None, text or None)

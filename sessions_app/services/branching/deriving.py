@@ -1,0 +1,177 @@
+"""A fork's index, derived from its source's: rows copied in SQL with new lines, offsets, lengths.
+
+The read-back (`readback`) has shown that the new file is the source's kept
+records, restamped, in the same places of the graph; so the new rows are the
+source rows (`INSERT ... SELECT`) with the new session, line number, offset,
+length and CRC-32 of the bytes written, plus the title record. The session row
+gets what a fresh import of the file would give it.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+from django.db import connection
+from django.db.models import Sum
+from django.utils import timezone
+
+from ...formats import collapse
+from ...models import TITLE_LIMIT, Record, Session
+from ..import_plan import HEAD_BYTES, digest
+from ..importing import RECORD_COLUMNS
+from .kept import Written
+from .readback import ReadBack
+
+COPIED = (
+    "uuid",
+    "parent_uuid",
+    "logical_parent_uuid",
+    "raw_type",
+    "subtype",
+    "kind",
+    "turn",
+    "active",
+    "sidechain",
+    "timestamp",
+    "text",
+    "error",
+)
+
+
+def _mapping(written: Written, found: ReadBack) -> list[list[int | None]]:
+    """[source line, new line, offset, length, CRC-32, tokens in, tokens out] per kept line."""
+    tokens = {k: (t_in, t_out) for k, t_in, t_out in found.tokens or ()}
+    out: list[list[int | None]] = []
+    offset = 0
+    for k, (line, length, crc) in enumerate(
+        zip(written.src, written.length, written.digest, strict=True)
+    ):
+        t_in, t_out = tokens.get(k, (None, None))
+        out.append([line, k, offset, length, crc, t_in, t_out])
+        offset += length
+    return out
+
+
+def insert_rows(source: Session, new: Session, written: Written, found: ReadBack) -> None:
+    """The new session's record rows: the kept source rows, renumbered, in one statement."""
+    table = Record._meta.db_table
+    mapping = _mapping(written, found)
+    copied = ", ".join(f'r."{c}"' if c == "timestamp" else f"r.{c}" for c in COPIED)
+    head = (
+        f"INSERT INTO {table} ({', '.join(RECORD_COLUMNS)}) "
+        f"SELECT %s, m.l, m.o, m.n, {copied}, "
+        "COALESCE(m.ti, r.input_tokens), COALESCE(m.tx, r.output_tokens), m.d, r.starts_turn "
+    )
+    if connection.vendor == "postgresql":
+        columns = [list(c) for c in zip(*mapping, strict=True)] if mapping else [[]] * 7
+        rows = (
+            "unnest(%s::int[], %s::int[], %s::bigint[], %s::int[], %s::bigint[], %s::int[], "
+            "%s::int[]) AS m(s, l, o, n, d, ti, tx)"
+        )
+        params: list = [new.pk, *columns, source.pk]
+    else:
+        rows = (
+            "(SELECT value ->> 0 AS s, value ->> 1 AS l, value ->> 2 AS o, value ->> 3 AS n, "
+            "value ->> 4 AS d, value ->> 5 AS ti, value ->> 6 AS tx FROM json_each(%s)) AS m"
+        )
+        params = [new.pk, orjson.dumps(mapping).decode(), source.pk]
+    # Table and column names are ours; every value is a parameter.
+    # CROSS JOIN keeps SQLite from putting the mapping in the inner loop.
+    sql = head + f"FROM {rows} CROSS JOIN {table} r WHERE r.session_id = %s AND r.line = m.s"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        if cursor.rowcount not in (-1, len(mapping)):
+            raise RuntimeError(f"{cursor.rowcount} rows copied instead of {len(mapping)}")
+        _insert_title(cursor, new, written, found)
+
+
+def _insert_title(cursor, new: Session, written: Written, found: ReadBack) -> None:
+    k = len(written.src)
+    node = found.nodes[k]
+    title = found.title_record
+    values = {
+        "session_id": new.pk,
+        "line": k,
+        '"offset"': sum(written.length),
+        "length": len(found.title_line),
+        "uuid": node.uuid or "",
+        "parent_uuid": node.parent_uuid or "",
+        "logical_parent_uuid": node.logical_parent_uuid or "",
+        "raw_type": title.raw_type[:64],
+        "subtype": title.subtype[:64],
+        "kind": node.kind,
+        "turn": found.analysis.turn[k],
+        "active": found.analysis.active[k],
+        "sidechain": node.sidechain,
+        "timestamp": connection.ops.adapt_datetimefield_value(node.timestamp)
+        if node.timestamp
+        else None,
+        "text": node.text or "",
+        "error": (title.error or "")[:255],
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "digest": found.title_digest,
+        "starts_turn": k in found.analysis.prompt_lines,
+    }
+    table = Record._meta.db_table
+    cursor.execute(
+        f"INSERT INTO {table} ({', '.join(RECORD_COLUMNS)}) "  # noqa: S608 (names are ours)
+        f"VALUES ({', '.join(['%s'] * len(RECORD_COLUMNS))})",
+        [values[c] for c in RECORD_COLUMNS],
+    )
+
+
+def new_session_row(
+    source: Session, *, path: Path, new_id: str, written: Written, found: ReadBack
+) -> Session:
+    """The new session's row, as a fresh import of the file would write it (saved)."""
+    st = os.lstat(path)
+    nodes, analysis = found.nodes, found.analysis
+    title = found.title_record
+    size = sum(written.length) + len(found.title_line)
+    custom = collapse(title.title, TITLE_LIMIT) if title.title else ""
+    first = nodes[analysis.prompt_lines[0]].text if analysis.prompt_lines else None
+    times = [n.timestamp for n in nodes if n.timestamp]
+    new = Session(
+        project_id=source.project_id,
+        session_id=new_id,
+        path=str(path),
+        agent=source.agent,
+        custom_title=custom,
+        title=(custom or (collapse(first) if first else ""))[:TITLE_LIMIT],
+        first_prompt=first or "",
+        cwd=found.cwd,
+        git_branch=found.git_branch[:255],
+        models_used=source.models_used if found.models is None else found.models,
+        turn_count=analysis.turn_count,
+        record_count=len(nodes),
+        invalid_count=0,
+        started_at=min(times) if times else None,
+        updated_at=max(times) if times else datetime.fromtimestamp(st.st_mtime, tz=UTC),
+        leaf_uuid=analysis.leaf_uuid or "",
+        abandoned=[],
+        file_size=st.st_size,
+        file_mtime_ns=st.st_mtime_ns,
+        file_inode=st.st_ino,
+        bytes_imported=size,
+        line_count=len(nodes),
+        head_digest=digest(found.head[: min(HEAD_BYTES, size)]),
+        tail_offset=size - len(found.title_line),
+        tail_digest=digest(found.title_line),
+        last_message_id=(
+            source.last_message_id if found.last_message_id is None else found.last_message_id
+        )[:128],
+        imported_at=timezone.now(),
+    )
+    new.save()
+    return new
+
+
+def count_tokens(new: Session) -> None:
+    """The session's token totals: the sum of its rows, as the importer counts them."""
+    sums = new.records.aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
+    new.input_tokens, new.output_tokens = sums["i"] or 0, sums["o"] or 0
+    new.save(update_fields=["input_tokens", "output_tokens"])

@@ -1,0 +1,37 @@
+"""What the transcript page shows, from a page of raw records (pure Python).
+
+The records arrive in file order with their parsed JSON; the result is a list of
+turns, each a prompt followed by items: assistant text, thinking, tool calls
+paired with their results, notes. A page is bounded: its texts are cut before
+anything renders them, and it ends, inside a turn if need be, once full, saying
+where the next page starts. Exports build without limits. Nothing here trusts the
+content: templates escape it, and Markdown goes through the sanitiser.
+
+Modules, one rule each: `items` (turns, items, tool calls, and the readings of a
+record they need), `limits` (the fixed sizes a page cuts at, and its budget),
+`building` (records to turns, piece by piece, within the limits; "show all" of one
+item). Every name is re-exported here.
+"""
+
+from __future__ import annotations
+
+from .building import build_page, build_turns, full_item
+from .items import Image, Item, Page, RawRecord, ToolCall, Turn, display_prompt
+from .limits import PAGE_LIMITS, Cut, PageLimits, Size
+
+__all__ = [
+    "PAGE_LIMITS",
+    "Cut",
+    "Image",
+    "Item",
+    "Page",
+    "PageLimits",
+    "RawRecord",
+    "Size",
+    "ToolCall",
+    "Turn",
+    "build_page",
+    "build_turns",
+    "display_prompt",
+    "full_item",
+]

@@ -1,0 +1,292 @@
+"""Records to turns, one piece at a time, each text cut and counted against a page's limits.
+
+A record gives pieces in order (a prompt, each part of an assistant message, each
+tool result, a note...); a piece's index within its record names the item it makes,
+on the page and in "show all". A page stops before the piece that would overfill
+it and says where the next page starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..formats import (
+    ASSISTANT,
+    COMMAND,
+    COMPACT_BOUNDARY,
+    COMPACT_SUMMARY,
+    LOCAL_OUTPUT,
+    PROMPT,
+    TOOL_RESULT,
+    USER_OTHER,
+    Agent,
+    agent_for,
+)
+from .items import (
+    WRITE_TOOLS,
+    Image,
+    Item,
+    Page,
+    RawRecord,
+    ToolCall,
+    Turn,
+    as_json,
+    display_prompt,
+    edit_of,
+    image_of,
+    images_of,
+)
+from .limits import (
+    DIFF_ROW_BYTES,
+    HIGHLIGHT_FACTOR,
+    ITEM_BYTES,
+    MARKDOWN_FACTOR,
+    PAIRED_OVERRUN,
+    TURN_BYTES,
+    WHOLE_DIFF_CHARS,
+    Cut,
+    PageLimits,
+    Size,
+    cut,
+    html_bytes,
+)
+
+
+def build_turns(records: Iterable[RawRecord], agent: str, *, show_all: bool = False) -> list[Turn]:
+    """Group records (in file order) into turns with paired tool calls, nothing cut."""
+    return build_page(records, agent, show_all=show_all).turns
+
+
+def build_page(
+    records: Iterable[RawRecord],
+    agent: str,
+    *,
+    show_all: bool = False,
+    limits: PageLimits | None = None,
+    start: tuple[int, int] = (0, 0),
+) -> Page:
+    """Turns from the records at `start` (line, item index) on, until `limits` fill a page."""
+    builder = _Builder(agent_for(agent), limits)
+    start_line, start_index = start
+    builder.start_line = start_line
+    for rec in records:
+        if rec.line < start_line:
+            continue
+        if limits is not None and builder.records >= limits.records:
+            return builder.page(rec, 0)
+        builder.records += 1
+        if builder.current is None or rec.turn != builder.current.number:
+            if builder.full(None):
+                return builder.page(rec, 0)
+            builder.new_turn(rec.turn)
+        for index, piece in enumerate(_pieces(rec, builder.agent, show_all)):
+            if rec.line == start_line and index < start_index:
+                continue
+            if builder.full(piece):
+                return builder.page(rec, index)
+            builder.add(rec, index, piece)
+    return builder.page(None, 0)
+
+
+def full_item(record: RawRecord, agent: str, index: int, *, raw: bool = False) -> Item | None:
+    """Item `index` of one record, whole: what "show all" of a cut one loads."""
+    if raw:
+        return Item("record", record.line, record=record, text=as_json(record.data))
+    # On its page the record was shown as part of its branch, whichever branch that was.
+    record.active = True
+    pieces = _pieces(record, agent_for(agent), show_all=False)
+    if not 0 <= index < len(pieces):
+        return None
+    builder = _Builder(agent_for(agent), None)
+    builder.new_turn(record.turn)
+    builder.add(record, index, pieces[index])
+    builder.page(None, 0)
+    turn = builder.turns[0]
+    if turn.prompt_line is not None:
+        return Item("prompt", record.line, text=turn.prompt, images=turn.images)
+    item = turn.items[0] if turn.items else None
+    call = item.tool if item else None
+    if call and call.edit and max(map(len, call.edit[1:])) > WHOLE_DIFF_CHARS:
+        call.edit, call.input_json = None, as_json(call.input)
+    return item
+
+
+def _pieces(rec: RawRecord, agent: Agent, show_all: bool) -> list[tuple[str, Any]]:
+    """What one record adds to a page, in order: an item's index is its place here."""
+    data = rec.data
+    if rec.sidechain or not isinstance(data, dict) or not rec.active:
+        return [("record", rec)] if show_all else []
+    if rec.kind in (PROMPT, COMMAND) and rec.turn is not None:
+        return [("prompt", rec)]
+    if rec.kind == ASSISTANT:
+        return [("part", part) for part in agent.assistant_parts(data)]
+    if rec.kind == TOOL_RESULT:
+        return [("result", outcome) for outcome in agent.tool_results(data)]
+    if rec.kind == COMPACT_BOUNDARY:
+        return [("boundary", "Conversation compacted")]
+    if rec.kind == COMPACT_SUMMARY:
+        return [("summary", agent.record_text(data))]
+    if rec.kind in (USER_OTHER, LOCAL_OUTPUT, PROMPT, COMMAND):
+        text = agent.record_text(data) or str(data.get("content") or "")
+        return [("note", display_prompt(text))] if text.strip() else []
+    return [("record", rec)] if show_all else []
+
+
+class _Builder:
+    """Turns of one page as its pieces arrive, each text cut and counted against the limits."""
+
+    def __init__(self, agent: Agent, limits: PageLimits | None) -> None:
+        self.agent, self.limits = agent, limits
+        self.turns: list[Turn] = []
+        self.current: Turn | None = None
+        self.calls: dict[str, ToolCall] = {}
+        self.spent = self.items = self.records = self.start_line = 0
+
+    def full(self, piece: tuple[str, Any] | None) -> bool:
+        if self.limits is None or not self.turns:
+            return False
+        # A result whose call is on this page may overrun the budget a little.
+        paired = piece is not None and piece[0] == "result" and piece[1].call_id in self.calls
+        times = PAIRED_OVERRUN if paired else 1
+        limits = self.limits
+        return self.spent >= times * limits.page_bytes or self.items >= times * limits.items
+
+    def new_turn(self, number: int | None) -> None:
+        self.current = Turn(number=number)
+        self.turns.append(self.current)
+        self.spent += TURN_BYTES
+
+    def cut(self, text: str, size: Size, *, factor: int = 1) -> tuple[str, Cut | None]:
+        if self.limits is None:
+            return text, None
+        shown, was_cut = cut(text, size)
+        self.spent += html_bytes(shown, factor=factor)
+        return shown, was_cut
+
+    def add(self, rec: RawRecord, index: int, piece: tuple[str, Any]) -> None:
+        kind, value = piece
+        turn, limits = self.current, self.limits or PageLimits()
+        assert turn is not None
+        self.items += kind != "result"
+        self.spent += ITEM_BYTES
+        if kind == "prompt" and turn.prompt_line is None:
+            text = display_prompt(self.agent.record_text(rec.data) or rec.text)
+            turn.prompt, turn.prompt_cut = self.cut(text, limits.message)
+            turn.prompt_line, turn.timestamp = rec.line, rec.timestamp
+            turn.images, hidden = self._images(images_of(rec.data, self.agent))
+            if hidden:
+                turn.prompt_cut = _with_images(turn.prompt_cut, turn.prompt, hidden)
+        elif kind == "prompt":
+            text = display_prompt(self.agent.record_text(rec.data) or rec.text)
+            self._text_item(rec, index, "note", text, limits.note)
+        elif kind == "part" and value.kind == "tool":
+            call = ToolCall(value.call_id, value.name, value.input or {}, rec.line, index)
+            self.calls[call.id] = call
+            turn.items.append(Item("tool", rec.line, tool=call, index=index))
+            self._tool_input(call, limits.tool_input)
+        elif kind == "part":
+            self._text_item(rec, index, value.kind, value.text, limits.message, markdown=True)
+        elif kind == "result":
+            self._result(rec, index, value, limits)
+        elif kind in ("summary", "boundary"):
+            self._text_item(rec, index, kind, value, limits.message, markdown=True)
+        elif kind == "note":
+            self._text_item(rec, index, kind, value, limits.note)
+        else:
+            text, was_cut = self.cut(as_json(value.data), limits.note)
+            turn.items.append(
+                Item("record", rec.line, text, record=value, index=index, cut=was_cut)
+            )
+
+    def _text_item(
+        self, rec: RawRecord, index: int, kind: str, text: str, size: Size, markdown: bool = False
+    ) -> None:
+        factor = 1
+        if markdown:
+            fenced = "```" in text[: size.chars] or "~~~" in text[: size.chars]
+            factor = HIGHLIGHT_FACTOR if fenced else MARKDOWN_FACTOR
+        shown, was_cut = self.cut(text, size, factor=factor)
+        assert self.current is not None
+        self.current.items.append(Item(kind, rec.line, shown, index=index, cut=was_cut))
+
+    def _tool_input(self, call: ToolCall, size: Size) -> None:
+        command = call.input.get("command")
+        if isinstance(command, str) and command:
+            call.command, call.input_cut = self.cut(command, size)
+        elif (edit := edit_of(call)) is not None:
+            # Cut in `page`, once the result (a Write's original file) is known; counted now.
+            self._count_diff(edit[1], size)
+            self._count_diff(edit[2], size)
+        elif call.input:
+            call.input_json, call.input_cut = self.cut(as_json(call.input), size)
+
+    def _count_diff(self, text: str, size: Size) -> None:
+        if self.limits is not None:
+            shown = cut(text, size)[0]
+            self.spent += html_bytes(shown) + DIFF_ROW_BYTES * (shown.count("\n") + 1)
+
+    def _result(self, rec: RawRecord, index: int, outcome: Any, limits: PageLimits) -> None:
+        call = self.calls.get(outcome.call_id)
+        if call is None:
+            # The call sits on an earlier page or was cut off: show the result alone.
+            call = ToolCall(outcome.call_id, "tool result", {}, rec.line, index)
+            assert self.current is not None
+            self.current.items.append(Item("tool", rec.line, tool=call, index=index))
+            self.items += 1
+        factor = HIGHLIGHT_FACTOR if call.is_listing else 1
+        call.result, call.result_cut = self.cut(outcome.text, limits.output, factor=factor)
+        call.is_error, call.result_line, call.result_index = outcome.is_error, rec.line, index
+        found = [image for found in outcome.images if (image := image_of(*found))]
+        call.images, hidden = self._images(found)
+        if hidden:
+            call.result_cut = _with_images(call.result_cut, call.result, hidden)
+        call.result_data = extra = outcome.details
+        if isinstance(extra, dict) and isinstance(extra.get("agentId"), str):
+            call.agent_id = extra["agentId"]
+        if call.name in WRITE_TOOLS and isinstance(extra, dict):
+            original = extra.get("originalFile")
+            self._count_diff(original if isinstance(original, str) else "", limits.tool_input)
+
+    def _images(self, images: list[Image]) -> tuple[list[Image], int]:
+        """The images shown inline, and how many are left for "show all"."""
+        if self.limits is None:
+            return images, 0
+        shown = []
+        for image in images:
+            if len(image.data) <= self.limits.image_bytes and self.spent < self.limits.page_bytes:
+                shown.append(image)
+                self.spent += len(image.data)
+        return shown, len(images) - len(shown)
+
+    def page(self, rec: RawRecord | None, index: int) -> Page:
+        """The page as built: edits cut, calls waiting for a later page marked."""
+        if self.start_line and self.turns and self.turns[0].prompt_line is None:
+            self.turns[0].continued = True
+        for turn in self.turns:
+            for item in turn.items:
+                if item.tool is not None:
+                    call = item.tool
+                    call.later = rec is not None and call.result_line is None
+                    self._edit(call)
+        if rec is None:
+            return Page(self.turns)
+        return Page(self.turns, rec.turn, rec.line, index)
+
+    def _edit(self, call: ToolCall) -> None:
+        edit = edit_of(call)
+        if edit is None or self.limits is None:
+            call.edit = edit
+            return
+        path, old, new = edit
+        size = self.limits.tool_input
+        (old, old_cut), (new, new_cut) = cut(old, size), cut(new, size)
+        call.edit = (path, old, new)
+        if old_cut or new_cut:
+            whole = edit[1] + edit[2]
+            call.input_cut = Cut(chars=len(whole), lines=whole.count("\n") + 2)
+
+
+def _with_images(was_cut: Cut | None, shown: str, hidden: int) -> Cut:
+    chars, lines = (was_cut.chars, was_cut.lines) if was_cut else (len(shown), 0)
+    return Cut(chars=chars, lines=lines, images=hidden)

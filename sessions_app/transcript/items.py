@@ -1,0 +1,207 @@
+"""What a transcript page is made of: turns, items, tool calls paired with results, images.
+
+Also the small readings of a record these need: a prompt as typed, a record's
+images, the edit a call made, a value as indented JSON. Pure Python.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..formats import Agent
+from .limits import Cut
+
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+BASE64_RE = re.compile(r"^[A-Za-z0-9+/=\s]+$")
+TAG_RE = re.compile(
+    r"<(command-name|command-args|command-message|local-command-stdout)>(.*?)</\1>", re.S
+)
+EDIT_TOOLS = ("Edit", "MultiEdit", "replace", "edit")
+WRITE_TOOLS = ("Write", "write_file")
+READ_TOOLS = ("Read", "read_file")
+
+
+@dataclass(slots=True)
+class RawRecord:
+    """One record as the page needs it: where it is, what the reader said, its JSON."""
+
+    line: int
+    kind: str
+    raw_type: str
+    subtype: str
+    turn: int | None
+    active: bool
+    sidechain: bool
+    timestamp: Any
+    data: Any  # the parsed line, or None for an invalid one
+    length: int = 0
+    text: str = ""
+
+
+@dataclass(slots=True)
+class Image:
+    media_type: str
+    data: str
+
+    @property
+    def src(self) -> str:
+        return f"data:{self.media_type};base64,{self.data}"
+
+
+@dataclass(slots=True)
+class ToolCall:
+    id: str
+    name: str
+    input: dict
+    line: int
+    index: int = 0  # of the call within its record
+    result: str | None = None  # as shown: cut on a page
+    is_error: bool = False
+    result_data: Any = None
+    result_line: int | None = None
+    result_index: int = 0
+    images: list[Image] = field(default_factory=list)
+    agent_id: str | None = None
+    command: str | None = None  # the input as shown: a shell command, or else JSON
+    input_json: str = ""
+    edit: tuple[str, str, str] | None = None  # (file, old, new) when it changed a file
+    input_cut: Cut | None = None
+    result_cut: Cut | None = None
+    later: bool = False  # no result yet on a page that ends before the turn does
+
+    @property
+    def summary(self) -> str:
+        """A one-line description of the call for its collapsed header."""
+        args = self.input
+        keys = (
+            "command",
+            "file_path",
+            "filePath",
+            "path",
+            "pattern",
+            "description",
+            "url",
+            "query",
+        )
+        for key in keys:
+            value = args.get(key)
+            if isinstance(value, str) and value:
+                return value[:1000].splitlines()[0][:200]  # a command may be megabytes long
+        return ""
+
+    @property
+    def place(self) -> str:
+        """ "<line>-<index>" of the call, for element ids (text renders faster than numbers)."""
+        return f"{self.line}-{self.index}"
+
+    @property
+    def result_place(self) -> str:
+        return f"{self.result_line}-{self.result_index}"
+
+    @property
+    def is_listing(self) -> bool:
+        """Whether the result is a file's content, shown highlighted with line numbers."""
+        return self.name in READ_TOOLS
+
+
+@dataclass(slots=True)
+class Item:
+    """One thing shown inside a turn."""
+
+    kind: str  # prompt (show all only), text, thinking, tool, note, boundary, summary, record
+    line: int
+    text: str = ""
+    tool: ToolCall | None = None
+    record: RawRecord | None = None
+    images: list[Image] = field(default_factory=list)
+    index: int = 0  # of the item within its record
+    cut: Cut | None = None
+
+    @property
+    def place(self) -> str:
+        """ "<line>-<index>" of the item, for element ids."""
+        return f"{self.line}-{self.index}"
+
+
+@dataclass(slots=True)
+class Turn:
+    number: int | None
+    prompt: str = ""
+    prompt_line: int | None = None
+    images: list[Image] = field(default_factory=list)
+    timestamp: Any = None
+    items: list[Item] = field(default_factory=list)
+    abandoned: list[dict] = field(default_factory=list)
+    leaving: int = 0  # turns a rewind to this one would take out of the session
+    prompt_cut: Cut | None = None
+    continued: bool = False  # the page starts inside this turn, after its prompt
+
+
+@dataclass(slots=True)
+class Page:
+    """A page of turns, and where the next page starts when this one ended inside a turn."""
+
+    turns: list[Turn]
+    next_turn: int | None = None  # the turn the next page starts in (None: before turn 1)
+    next_line: int | None = None  # None: this page showed every record it was given
+    next_index: int = 0  # items of the record at `next_line` this page showed
+
+
+def display_prompt(text: str) -> str:
+    """Slash commands and local output as a person typed or saw them, without the tags."""
+    if "<command-name>" not in text and "<local-command-stdout>" not in text:
+        return text
+    parts = {m.group(1): m.group(2).strip() for m in TAG_RE.finditer(text)}
+    if "command-name" in parts:
+        return " ".join(p for p in (parts["command-name"], parts.get("command-args", "")) if p)
+    return parts.get("local-command-stdout", text)
+
+
+def as_json(value: Any) -> str:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    except TypeError:
+        return repr(value)
+
+
+def edit_of(call: ToolCall) -> tuple[str, str, str] | None:
+    """(file, old, new) when the call changed a file and the change is known."""
+    args = call.input
+    data = call.result_data if isinstance(call.result_data, dict) else {}
+    path = str(args.get("file_path") or args.get("filePath") or args.get("path") or "")
+    if call.name in EDIT_TOOLS:
+        old = args.get("old_string", args.get("oldString"))
+        new = args.get("new_string", args.get("newString"))
+        if isinstance(old, str) and isinstance(new, str):
+            return path, old, new
+        edits = args.get("edits")
+        if isinstance(edits, list):
+            olds = [e.get("old_string", "") for e in edits if isinstance(e, dict)]
+            news = [e.get("new_string", "") for e in edits if isinstance(e, dict)]
+            return path, "\n".join(map(str, olds)), "\n".join(map(str, news))
+    if call.name in WRITE_TOOLS:
+        content, original = args.get("content"), data.get("originalFile")
+        if isinstance(content, str):
+            return path, original if isinstance(original, str) else "", content
+    return None
+
+
+def images_of(data: dict, agent: Agent) -> list[Image]:
+    images = []
+    for block in agent.content_blocks(data):
+        found = agent.image_of(block)
+        image = image_of(*found) if found else None
+        if image:
+            images.append(image)
+    return images
+
+
+def image_of(media: str, payload: str) -> Image | None:
+    """An image the page may show: a known type and base64 data, nothing else."""
+    if media in IMAGE_TYPES and isinstance(payload, str) and BASE64_RE.match(payload[:4096]):
+        return Image(media, payload)
+    return None

@@ -1,0 +1,149 @@
+"""A fork's index is derived from its source's rows, and is exactly what a fresh import gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sessions_app.models import Session
+from sessions_app.services.branching import forking, readback, session_fork
+from sessions_app.services.branching.registering import reindex
+
+from .facts import TURNS
+
+pytestmark = pytest.mark.django_db
+
+ROW_FIELDS = (
+    "line",
+    "offset",
+    "length",
+    "uuid",
+    "parent_uuid",
+    "logical_parent_uuid",
+    "raw_type",
+    "subtype",
+    "kind",
+    "turn",
+    "active",
+    "sidechain",
+    "timestamp",
+    "text",
+    "error",
+    "input_tokens",
+    "output_tokens",
+    "digest",
+    "starts_turn",
+)
+SESSION_FIELDS = (
+    "session_id",
+    "path",
+    "agent",
+    "title",
+    "custom_title",
+    "first_prompt",
+    "cwd",
+    "git_branch",
+    "models_used",
+    "input_tokens",
+    "output_tokens",
+    "turn_count",
+    "record_count",
+    "invalid_count",
+    "started_at",
+    "updated_at",
+    "leaf_uuid",
+    "abandoned",
+    "is_subagent",
+    "file_size",
+    "file_mtime_ns",
+    "bytes_imported",
+    "head_digest",
+    "tail_offset",
+    "tail_digest",
+    "file_inode",
+    "line_count",
+    "last_message_id",
+    "parent_id",
+    "kind",
+    "fork_turn",
+)
+
+
+def facts(session: Session) -> tuple[dict, list[tuple]]:
+    session.refresh_from_db()
+    row = {name: getattr(session, name) for name in SESSION_FIELDS}
+    rows = list(session.records.order_by("line").values_list(*ROW_FIELDS))
+    return row, rows
+
+
+def cuts(turns: int) -> list[tuple[int | None, bool]]:
+    picks = {(None, True), (1, True), (turns, True), (max(1, turns // 2), True)}
+    if turns >= 2:
+        picks |= {(2, False), (turns, False)}
+    return sorted(picks, key=lambda p: (p[0] or 0, p[1]))
+
+
+@pytest.mark.parametrize("relpath", sorted(r for r, n in TURNS.items() if n))
+def test_a_fork_is_registered_exactly_as_a_fresh_import_of_its_file(
+    imported: Path, relpath: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    full_imports: list[Path] = []
+    real = forking.index_written
+
+    def counted(**kwargs):
+        full_imports.append(kwargs["temp"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(forking, "index_written", counted)
+    source = Session.objects.select_related("project").get(path=str(imported / relpath))
+    for turn, include in cuts(source.turn_count):
+        new = session_fork(session=source, turn=turn, include_turn=include)
+        derived = facts(new)
+        reindex(new, full=True)
+        assert facts(new) == derived, (turn, include)
+    # Every corpus session forks without a second read of its file.
+    assert full_imports == []
+
+
+def test_a_fork_that_the_read_back_cannot_vouch_for_is_imported_in_full(
+    imported: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    relpath = next(r for r, n in sorted(TURNS.items()) if n >= 2)
+    source = Session.objects.select_related("project").get(path=str(imported / relpath))
+
+    def unproven(*args, **kwargs):
+        raise readback.Unproven("for the test")
+
+    monkeypatch.setattr(forking, "read_back", unproven)
+    new = session_fork(session=source, turn=2)
+    derived = facts(new)
+    reindex(new, full=True)
+    assert facts(new) == derived
+    assert new.turn_count == 2
+
+
+def test_a_title_taken_while_the_file_was_written_is_written_again(
+    imported: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    relpath = next(r for r, n in sorted(TURNS.items()) if n >= 2 and "/qwen/" in r)
+    source = Session.objects.select_related("project").get(path=str(imported / relpath))
+    real = forking.read_back
+    made: list[Session] = []
+    started: list[bool] = []
+
+    def meanwhile(*args, **kwargs):
+        # Another fork of the same session registers first, with the same title.
+        if not started:
+            started.append(True)
+            made.append(session_fork(session=source))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(forking, "read_back", meanwhile)
+    new = session_fork(session=source)
+    assert made[0].title.endswith("(Branch)")
+    assert new.title.endswith("(Branch 2)")
+    assert Path(new.path).read_bytes().splitlines()[-1].count(b"(Branch 2)") == 1
+    derived = facts(new)
+    reindex(new, full=True)
+    assert facts(new) == derived
