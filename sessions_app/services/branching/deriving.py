@@ -25,20 +25,9 @@ from ..importing import RECORD_COLUMNS
 from .kept import Written
 from .readback import ReadBack
 
-COPIED = (
-    "uuid",
-    "parent_uuid",
-    "logical_parent_uuid",
-    "raw_type",
-    "subtype",
-    "kind",
-    "turn",
-    "active",
-    "sidechain",
-    "timestamp",
-    "text",
-    "error",
-)
+# The columns a kept record carries over unchanged: its place in the graph and what
+# it says; line, offset, length, tokens and CRC are the new file's own.
+COPIED = RECORD_COLUMNS[RECORD_COLUMNS.index("uuid") : RECORD_COLUMNS.index("error") + 1]
 
 
 def _mapping(written: Written, found: ReadBack) -> list[list[int | None]]:
