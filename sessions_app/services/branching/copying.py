@@ -140,16 +140,24 @@ def write_kept(
 def intended_prompts(session: Session, *, cut: int) -> list[str]:
     """The (bounded) prompt text of turns 1..cut, as the index holds them."""
     return list(
-        session.records.filter(starts_turn=True, turn__lte=cut)
-        .order_by("line")
-        .values_list("text", flat=True)
+        session.records.turn_starts().through(cut).order_by("line").values_list("text", flat=True)
     )
+
+
+def read_record(session: Session, offset: int, length: int, digest: int) -> bytes:
+    """One record's bytes, checked against the index (`StaleIndex` when they differ)."""
+    with open_regular(session.path, root=session.project.root) as f:
+        f.seek(offset)
+        raw = f.read(length)
+    if len(raw) != length or crc32(raw) != digest:
+        raise StaleIndex(session.path)
+    return raw
 
 
 def base_fields(session: Session) -> dict:
     """cwd, version and gitBranch as the session's own records carry them."""
     row = (
-        session.records.filter(active=True)
+        session.records.active()
         .exclude(uuid="")
         .order_by("-line")
         .values_list("offset", "length", "digest")
@@ -157,13 +165,8 @@ def base_fields(session: Session) -> dict:
     )
     if row is None:
         return {"cwd": session.cwd}
-    with open_regular(session.path, root=session.project.root) as f:
-        f.seek(row[0])
-        raw = f.read(row[1])
-    if len(raw) != row[1] or crc32(raw) != row[2]:
-        raise StaleIndex(session.path)
     try:
-        data = orjson.loads(raw)
+        data = orjson.loads(read_record(session, *row))
     except orjson.JSONDecodeError:
         return {"cwd": session.cwd}
     return {k: data.get(k) for k in ("cwd", "version", "gitBranch") if data.get(k)}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-import zlib
 from pathlib import Path
 
 from django.conf import settings
@@ -12,6 +11,7 @@ from django.conf import settings
 from ...formats import ASSISTANT, COMMAND, PROMPT, TOOL_RESULT
 from ...models import Session
 from ..roots import UnsafePath, check_inside, open_regular
+from .copying import read_record
 from .errors import (
     FileUnreadable,
     InvalidTurn,
@@ -111,13 +111,3 @@ def check_not_busy(session: Session) -> None:
 
 def _has_tool_call(raw: bytes) -> bool:
     return b'"type":"tool_use"' in raw or b'"functionCall"' in raw
-
-
-def read_record(session: Session, offset: int, length: int, crc: int) -> bytes:
-    """One record's bytes, checked against the index."""
-    with open_regular(session.path, root=session.project.root) as f:
-        f.seek(offset)
-        raw = f.read(length)
-    if len(raw) != length or zlib.crc32(raw) != crc:
-        raise StaleIndex(session.path)
-    return raw

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from django.db import transaction
-from django.db.models import Q
 
 from ...formats import INVALID, agent_for
 from ...formats.shape import REWIND
@@ -81,11 +80,7 @@ def undo(session: Session) -> Session:
 
 
 def _kept_invalid(session: Session, cut: int) -> int:
-    return (
-        session.records.filter(kind=INVALID, sidechain=False)
-        .filter(Q(turn__isnull=True) | Q(turn__lte=cut))
-        .count()
-    )
+    return session.records.filter(kind=INVALID, sidechain=False).through(cut).count()
 
 
 def _rewind_rewriting(session: Session, turn: int) -> Session:
