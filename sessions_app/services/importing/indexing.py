@@ -57,7 +57,7 @@ def import_open_file(
     start = 0
     retold = 0
     if session is None:
-        session = new_session(source)
+        session = new_session(source, report.project_ids)
     elif plan is Plan.APPEND:
         start = session.bytes_imported
         # The unterminated tail of the last import is read again, now complete.

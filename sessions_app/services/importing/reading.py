@@ -6,8 +6,9 @@ agent's parser is looked up once, and a row keeps only what the node does not.
 
 from __future__ import annotations
 
-import zlib
 from typing import BinaryIO
+
+from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, several times faster
 
 from ...conversation import Node, node_from_record
 from ...formats import ASSISTANT, INVALID, TITLE, ParsedRecord, agent_for
@@ -50,7 +51,7 @@ class FileReader:
         line_no = first_line
         # Looked up once, not per line: this loop runs for every line of every file.
         parse_line = agent_for(self.source.agent).parse_line
-        note, own_id, crc32 = self._note, self.own_id, zlib.crc32
+        note, own_id = self._note, self.own_id
         add_row, add_node = rows.append, self.nodes.append
         foreign = 0
         tail_offset, tail, bytes_end, line_end = self.tail_offset, self.tail, 0, 0

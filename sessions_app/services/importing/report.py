@@ -16,6 +16,8 @@ class ImportReport:
     invalid: int = 0
     dropped: int = 0  # fields of otherwise good records dropped or clamped
     errors: list[str] = field(default_factory=list)
+    # The projects this run has met (folder: id), each looked up once; only committed ones.
+    project_ids: dict[str, int] = field(default_factory=dict, repr=False)
 
     def summary(self) -> str:
         """The one-line summary printed at the end of an import."""

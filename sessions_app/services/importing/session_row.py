@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
+from django.db import transaction
 from django.utils import timezone
 
 from ...conversation import AbandonedBranch, Analysis, Extension, Node
@@ -37,14 +38,25 @@ def stored_state(session: Session) -> StoredState:
     )
 
 
-def new_session(source: SessionFile) -> Session:
-    """An unsaved session row for a file seen for the first time (its project made if new)."""
-    project, _ = Project.objects.get_or_create(
-        folder=str(source.project_folder),
-        defaults={"agent": source.agent, "root": str(source.root)},
-    )
+def new_session(source: SessionFile, known: dict[str, int]) -> Session:
+    """An unsaved session row for a file seen for the first time (its project made if new).
+
+    `known` holds the ids of projects already met (by folder); a project made here
+    joins it once its transaction commits.
+    """
+    folder = str(source.project_folder)
+    project_id = known.get(folder)
+    if project_id is None:
+        project, created = Project.objects.get_or_create(
+            folder=folder, defaults={"agent": source.agent, "root": str(source.root)}
+        )
+        project_id = project.pk
+        if created:
+            transaction.on_commit(lambda: known.setdefault(folder, project.pk))
+        else:
+            known[folder] = project_id
     return Session(
-        project=project,
+        project_id=project_id,
         path=str(source.path),
         agent=source.agent,
         session_id=source.session_id or source.owner_session_id or "0" * 32,

@@ -43,8 +43,15 @@ def records_insert(cursor: CursorWrapper, rows: list[tuple]) -> None:
     """Insert record rows (values in RECORD_COLUMNS order) in one round trip."""
     if not rows:
         return
-    # Plain executemany: the ORM's bulk_create costs more than the parsing.
     table = Record._meta.db_table
+    if connection.vendor == "postgresql":
+        # COPY: one stream, no statement per row (executemany sends one per row).
+        raw = cursor.cursor
+        with raw.copy(f"COPY {table} ({', '.join(RECORD_COLUMNS)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    # Plain executemany: the ORM's bulk_create costs more than the parsing.
     sql = (
         f"INSERT INTO {table} ({', '.join(RECORD_COLUMNS)}) "  # noqa: S608 (names are ours)
         f"VALUES ({', '.join(['%s'] * len(RECORD_COLUMNS))})"
