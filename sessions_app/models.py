@@ -73,6 +73,10 @@ class Session(models.Model):
     updated_at = models.DateTimeField(null=True, blank=True)
     leaf_uuid = models.CharField(max_length=64, blank=True)
     abandoned = models.JSONField(default=list, blank=True)  # branches left by in-CLI rewinds
+    # The parent uuids stored records name (outside sidechains) that no stored record
+    # has (`conversation.dangling_parents`): an append that brings one is analysed
+    # whole. None: not known (too many to keep, or imported before this was kept).
+    dangling_parents = models.JSONField(null=True, blank=True, default=None)
 
     # Subagent transcripts are imported like sessions but hang off their parent.
     is_subagent = models.BooleanField(default=False)

@@ -13,10 +13,12 @@ from django.db import transaction
 
 from sessions_app.models import Project, Session
 from sessions_app.services.importing import sessions_import
+from sessions_app.services.importing.storing import stored_dangling
 
 
 def index_facts() -> dict[str, tuple]:
-    """Per session file: records, turns, active leaf, each turn's prompt, every row."""
+    """Per session file: records, turns, active leaf, each turn's prompt, dangling parents
+    (as kept, or found in the rows where not kept), every row."""
     facts = {}
     for s in Session.objects.order_by("path"):
         rows = s.records.order_by("line")
@@ -25,6 +27,7 @@ def index_facts() -> dict[str, tuple]:
             s.turn_count,
             s.leaf_uuid,
             _first_per_turn(s),
+            sorted(stored_dangling(s) or ()),
             list(rows.values_list("line", "offset", "length", "uuid", "kind", "turn", "active")),
         )
     return facts

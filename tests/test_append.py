@@ -32,6 +32,7 @@ SESSION_FIELDS = (
     "turn_count",
     "leaf_uuid",
     "abandoned",
+    "dangling_parents",
     "first_prompt",
     "title",
     "custom_title",
@@ -309,6 +310,40 @@ def test_a_parent_named_before_it_was_written_falls_back(tmp_path: Path, spy: Sp
     path = setup_session(tmp_path, [*records, orphan], sid)
     append(
         path, assistant_record("x", sid=sid, parent=leaf_of(path), uuid_=late, timestamp=_ts(601))
+    )
+    import_and_compare(tmp_path, spy, "whole")
+
+
+def test_a_parent_named_by_an_appended_line_then_written_falls_back(
+    tmp_path: Path, spy: Spy
+) -> None:
+    # A line without a uuid of its own stays outside the graph, so appending it takes
+    # the short path; the parent it names is remembered as dangling.
+    sid, records = conversation(2)
+    path = setup_session(tmp_path, records, sid)
+    late = str(uuid.uuid4())
+    note = {"type": "system", "parentUuid": late, "sessionId": sid, "timestamp": _ts(600)}
+    append(path, note)
+    import_and_compare(tmp_path, spy, "short")
+    assert Session.objects.get(path=str(path)).dangling_parents == [late]
+    append(
+        path, assistant_record("x", sid=sid, parent=leaf_of(path), uuid_=late, timestamp=_ts(601))
+    )
+    import_and_compare(tmp_path, spy, "whole")
+
+
+def test_dangling_parents_not_kept_are_found_in_the_rows_once(tmp_path: Path, spy: Spy) -> None:
+    # As after an upgrade: the session was imported before dangling parents were kept.
+    sid, records = conversation(2)
+    late = str(uuid.uuid4())
+    orphan = user_record("orphan", sid=sid, parent=late, timestamp=_ts(600))
+    path = setup_session(tmp_path, [*records, orphan], sid)
+    Session.objects.filter(path=str(path)).update(dangling_parents=None)
+    append(path, user_record("more", sid=sid, parent=leaf_of(path), timestamp=_ts(601)))
+    import_and_compare(tmp_path, spy, "short")
+    assert Session.objects.get(path=str(path)).dangling_parents == [late]
+    append(
+        path, assistant_record("x", sid=sid, parent=leaf_of(path), uuid_=late, timestamp=_ts(602))
     )
     import_and_compare(tmp_path, spy, "whole")
 

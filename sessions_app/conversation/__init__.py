@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..formats import CONVERSATION_KINDS
-from .extending import Extension, Tip, extend, graph_uuids
+from .extending import Extension, Tip, dangling_parents, extend, graph_uuids
 from .nodes import AbandonedBranch, Analysis, Node, node_from_record
 from .numbering import Numbering, number_path, place_outside
 from .turns import LOCAL_COMMANDS, is_turn_start
@@ -29,6 +29,7 @@ __all__ = [
     "Node",
     "Tip",
     "analyse",
+    "dangling_parents",
     "extend",
     "graph_uuids",
     "is_turn_start",

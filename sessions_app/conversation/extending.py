@@ -48,6 +48,26 @@ def graph_uuids(new: Sequence[Node]) -> list[str]:
     return [n.uuid for n in new if n.uuid and not n.sidechain]
 
 
+def dangling_parents(nodes: Sequence[Node]) -> set[str]:
+    """The (logical) parent uuids `nodes` name, outside sidechains, that none of them has.
+
+    A later record with one of these uuids changes the graph above records already
+    numbered, so an append that brings one is analysed whole.
+    """
+    own: set[str] = set()
+    named: set[str] = set()
+    for node in nodes:
+        if node.sidechain:
+            continue
+        if node.uuid:
+            own.add(node.uuid)
+        if node.parent_uuid:
+            named.add(node.parent_uuid)
+        if node.logical_parent_uuid:
+            named.add(node.logical_parent_uuid)
+    return named - own
+
+
 def extend(tip: Tip, new: Sequence[Node], agent: str) -> Extension | None:
     """The active branch continued by `new`, or None when the whole graph must be analysed.
 

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from ...conversation import analyse, extend
+from ...conversation import analyse, dangling_parents, extend
 from ...models import Session
 from ..discovery import SessionFile
 from ..import_plan import HEAD_BYTES, FileState, Plan, import_plan
@@ -20,7 +20,14 @@ from .session_row import (
     update_session,
     update_session_appended,
 )
-from .storing import active_tip, existing_nodes, records_append, store_records
+from .storing import (
+    active_tip,
+    dangling_after_append,
+    existing_nodes,
+    kept_dangling,
+    records_append,
+    store_records,
+)
 
 # Off only to measure the whole-graph analysis an append otherwise avoids (bench/).
 INCREMENTAL = True
@@ -76,11 +83,13 @@ def import_open_file(
     report.invalid += reader.invalid
     # The common append continues the active branch: numbered from its leaf, no
     # stored row moves. Not after a re-read tail: the session row counted it already.
-    extension = None
+    extension = tip = None
     if start and not retold and INCREMENTAL and appended_update_possible(session):
         tip = active_tip(session, reader.nodes)
         extension = extend(tip, reader.nodes, source.agent) if tip is not None else None
     if extension is not None:
+        assert tip is not None
+        session.dangling_parents = dangling_after_append(session, tip, reader.nodes)
         update_session_appended(session, source, reader, extension, stat, head)
         records_append(session, reader.nodes, new_rows, extension)
         return Indexed(session, reader.foreign_ids, plan)
@@ -88,6 +97,7 @@ def import_open_file(
     existing = existing_nodes(session) if start else []
     nodes = existing + reader.nodes
     analysis = analyse(nodes, source.agent)
+    session.dangling_parents = kept_dangling(dangling_parents(nodes))
     # The session row is written once, with everything the file said, before its records.
     update_session(session, source, reader, analysis, nodes, stat, head)
     store_records(session, nodes, len(existing), new_rows, analysis)

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 from django.db import connection
 from django.db.backends.utils import CursorWrapper
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
-from ...conversation import Analysis, Extension, Node, Tip, graph_uuids
+from ...conversation import Analysis, Extension, Node, Tip, dangling_parents, graph_uuids
 from ...formats import CONVERSATION_KINDS
 from ...models import Record, Session
 
@@ -184,7 +184,11 @@ def active_tip(session: Session, new: list[Node]) -> Tip | None:
     found = _rows_with_uuids(session, [session.leaf_uuid, *uuids])
     if any(row[1] != session.leaf_uuid for row in found) or not found:
         return None
-    if names_as_parent(session, uuids):
+    dangling = stored_dangling(session)
+    if dangling is None:
+        if names_as_parent(session, uuids):
+            return None
+    elif not dangling.isdisjoint(uuids):
         return None
     chain = [_node(found[0])]
     seen = {session.leaf_uuid}
@@ -207,11 +211,51 @@ def active_tip(session: Session, new: list[Node]) -> Tip | None:
     return Tip(chain, session.turn_count, last_active)
 
 
+# More dangling parents than this are not kept: such a session's appends read its rows.
+DANGLING_LIMIT = 1000
+
+
+def kept_dangling(found: set[str]) -> list[str] | None:
+    """What `Session.dangling_parents` keeps of the set found: sorted, or None if too many."""
+    return sorted(found) if len(found) <= DANGLING_LIMIT else None
+
+
+def stored_dangling(session: Session) -> set[str] | None:
+    """The session's dangling parents as kept; if not kept, found in its rows and kept.
+
+    None: too many to keep (`names_as_parent` reads the rows instead).
+    """
+    if session.dangling_parents is not None:
+        return set(session.dangling_parents)
+    stored = session.records.filter(sidechain=False)
+    found: set[str] = set()
+    for name in ("parent_uuid", "logical_parent_uuid"):
+        owned = stored.filter(uuid=OuterRef(name))
+        named = stored.exclude(**{name: ""}).filter(~Exists(owned))
+        found.update(named.values_list(name, flat=True).distinct()[: DANGLING_LIMIT + 1])
+    session.dangling_parents = kept_dangling(found)
+    return found if session.dangling_parents is not None else None
+
+
+def dangling_after_append(session: Session, tip: Tip, new: list[Node]) -> list[str] | None:
+    """`Session.dangling_parents` after an append that continued the active branch.
+
+    The new records' own uuids were dangling for none (`active_tip` checked); the
+    parents they name are the leaf's chain, each other, or looked up by uuid.
+    """
+    if session.dangling_parents is None:
+        return None
+    named = dangling_parents(new) - {n.uuid for n in tip.chain if n.uuid}
+    if named:
+        named -= {row[1] for row in _rows_with_uuids(session, sorted(named))}
+    return kept_dangling(set(session.dangling_parents) | named)
+
+
 def names_as_parent(session: Session, uuids: list[str]) -> bool:
     """Whether a stored record names one of `uuids` as its parent (written before it).
 
     No index holds parent uuids, so this reads every stored row of the session (in
-    SQL): the one part of an append whose cost still grows with the session's size.
+    SQL); only for a session whose dangling parents are too many to keep.
     """
     if not uuids:
         return False
