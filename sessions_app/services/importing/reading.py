@@ -6,6 +6,7 @@ agent's parser is looked up once, and a row keeps only what the node does not.
 
 from __future__ import annotations
 
+from array import array
 from typing import BinaryIO
 
 from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, several times faster
@@ -18,6 +19,52 @@ from .report import ImportReport
 
 MAX_ERRORS_PER_FILE = 5
 NO_TOKENS = (0, 0)
+
+
+class Rows:
+    """What each record row needs beyond its node, one column per field.
+
+    A 300 MB session has a hundred thousand lines or more: a tuple of Python ints
+    per line would weigh more than the line's node, eight bytes in an array do not.
+    """
+
+    __slots__ = (
+        "digests",
+        "errors",
+        "first_line",
+        "lengths",
+        "offsets",
+        "subtypes",
+        "tokens",
+        "types",
+    )
+
+    def __init__(self, first_line: int) -> None:
+        self.first_line = first_line
+        self.offsets = array("q")
+        self.lengths = array("q")
+        self.digests = array("q")
+        self.tokens = array("q")  # input, output: two per row
+        self.types: list[str] = []  # the same few strings over and over, kept once
+        self.subtypes: list[str] = []
+        self.errors: dict[int, str] = {}  # by row, only where there is one
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def row(self, k: int) -> tuple[int, int, int, str, str, str | None, int, int, int]:
+        """(line, offset, length, raw type, subtype, error, tokens in, tokens out, digest)."""
+        return (
+            self.first_line + k,
+            self.offsets[k],
+            self.lengths[k],
+            self.types[k],
+            self.subtypes[k],
+            self.errors.get(k),
+            self.tokens[2 * k],
+            self.tokens[2 * k + 1],
+            self.digests[k],
+        )
 
 
 class FileReader:
@@ -46,38 +93,35 @@ class FileReader:
         self.owner_id: str | None = None
         self.forked_from: str | None = None
 
-    def read(self, f: BinaryIO, offset: int, first_line: int) -> list[tuple]:
-        rows: list[tuple] = []
+    def read(self, f: BinaryIO, offset: int, first_line: int) -> Rows:
+        rows = Rows(first_line)
         line_no = first_line
         # Looked up once, not per line: this loop runs for every line of every file.
         parse_line = agent_for(self.source.agent).parse_line
         note, own_id = self._note, self.own_id
-        add_row, add_node = rows.append, self.nodes.append
+        add_node = self.nodes.append
+        add_offset, add_length = rows.offsets.append, rows.lengths.append
+        add_digest, add_tokens = rows.digests.append, rows.tokens.extend
+        add_type, add_subtype, errors = rows.types.append, rows.subtypes.append, rows.errors
+        names: dict[str, str] = {}
         foreign = 0
         tail_offset, tail, bytes_end, line_end = self.tail_offset, self.tail, 0, 0
         for raw in f:
             length = len(raw)
             record = parse_line(raw)
-            tokens_in, tokens_out = note(record, line_no)
+            add_tokens(note(record, line_no))
             session_id = record.session_id
             if session_id and own_id and session_id != own_id:
                 foreign += 1
             add_node(node_from_record(line_no, record))
-            # Only what the row needs beyond the node: a parsed record is large, and a
-            # 300 MB session has a hundred thousand of them.
-            add_row(
-                (
-                    line_no,
-                    offset,
-                    length,
-                    record.raw_type,
-                    record.subtype,
-                    record.error,
-                    tokens_in,
-                    tokens_out,
-                    crc32(raw),
-                )
-            )
+            add_offset(offset)
+            add_length(length)
+            add_digest(crc32(raw))
+            raw_type, subtype = record.raw_type, record.subtype
+            add_type(names.setdefault(raw_type, raw_type))
+            add_subtype(names.setdefault(subtype, subtype))
+            if record.error:
+                errors[line_no - first_line] = record.error
             if raw.endswith(b"\n"):
                 # Only whole lines count as imported; a half-written tail is read
                 # again next time.

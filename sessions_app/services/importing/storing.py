@@ -12,6 +12,7 @@ from django.db.models import Exists, OuterRef, Q
 from ...conversation import Analysis, Extension, Node, Tip, dangling_parents, graph_uuids
 from ...formats import CONVERSATION_KINDS
 from ...models import Record, Session
+from .reading import Rows
 
 BATCH = 2000
 
@@ -74,7 +75,7 @@ def _datetime_adapter() -> Callable[[datetime], object]:
 
 
 def store_records(
-    session: Session, nodes: list[Node], n_old: int, new_rows: list[tuple], analysis: Analysis
+    session: Session, nodes: list[Node], n_old: int, new_rows: Rows, analysis: Analysis
 ) -> None:
     """Re-place the first `n_old` stored records whose turn moved; insert the new rows."""
     table = Record._meta.db_table
@@ -112,9 +113,7 @@ def store_records(
         )
 
 
-def records_append(
-    session: Session, nodes: list[Node], rows: list[tuple], extension: Extension
-) -> None:
+def records_append(session: Session, nodes: list[Node], rows: Rows, extension: Extension) -> None:
     """Insert the rows of an append that only continued the active branch; no stored row moves."""
     with connection.cursor() as cursor:
         _insert_new(
@@ -126,7 +125,7 @@ def _insert_new(
     cursor: CursorWrapper,
     session: Session,
     nodes: list[Node],
-    new_rows: list[tuple],
+    new_rows: Rows,
     turns: list[int | None],
     actives: list[bool],
     starts: list[bool],
@@ -134,8 +133,8 @@ def _insert_new(
     """Insert the rows read (with their nodes), placed by the given turns and flags."""
     adapt = _datetime_adapter()
     batch: list[tuple] = []
-    for k, row in enumerate(new_rows):
-        line, offset, length, raw_type, subtype, error, t_in, t_out, crc = row
+    for k in range(len(new_rows)):
+        line, offset, length, raw_type, subtype, error, t_in, t_out, crc = new_rows.row(k)
         node = nodes[k]
         batch.append(
             (
