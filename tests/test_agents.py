@@ -41,7 +41,16 @@ APP = Path(__file__).resolve().parent.parent / "sessions_app"
 TEMPLATES = APP.parent / "templates"
 
 # What every agent object provides (agent.py's docstring says what each means).
-DATA = ("name", "label", "cli", "home_folder", "sessions_subfolder", "subagent_files", "leaf_rule")
+DATA = (
+    "name",
+    "label",
+    "cli",
+    "home_folder",
+    "sessions_subfolder",
+    "subagent_files",
+    "leaf_rule",
+    "worktree_folder",
+)
 FUNCTIONS = (
     "parse_line",
     "message_text",

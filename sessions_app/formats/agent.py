@@ -31,7 +31,9 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   `<project>/<sessions_subfolder>/`; "" for the project folder itself, which only
   one agent may use: the layout is how discovery tells agents apart),
   `subagent_files` (whether `agent-*.jsonl` files are subagent transcripts) and
-  `leaf_rule` (NEWEST_LEAF or LAST_RECORD: where the CLI resumes).
+  `leaf_rule` (NEWEST_LEAF or LAST_RECORD: where the CLI resumes), and optionally
+  `worktree_folder` (where the CLI makes git worktrees under a repository's top
+  level, e.g. `.claude/worktrees`; "" when it makes none).
 
 `tests/fake_agent.py` is such a module, and `tests/test_agents.py` imports, shows,
 forks and rewinds its sessions with no other change.
@@ -47,6 +49,7 @@ CSS colours the badge by `.agent-<name>`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +62,7 @@ from . import ParsedRecord, is_session_id
 NEWEST_LEAF = "newest_leaf"
 LAST_RECORD = "last_record"
 LEAF_RULES = (NEWEST_LEAF, LAST_RECORD)
+PROJECT_NAME_RE = re.compile(r"[^A-Za-z0-9]")
 
 
 class AssistantPart(NamedTuple):
@@ -101,6 +105,9 @@ class Agent:
     tool_results: Callable[[dict], list[ToolOutcome]]
     title_line: Callable[..., bytes]
     rewind_line: Callable[..., bytes] | None
+    # Where the CLI keeps its git worktrees, relative to the repository's top level
+    # ("" when it has none: forking into a worktree is then refused).
+    worktree_folder: str = ""
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:
@@ -112,6 +119,11 @@ class Agent:
             raise ValueError(f"agent {self.name}: a rewind by appending needs {LAST_RECORD}")
         if "/" in self.sessions_subfolder or self.sessions_subfolder in (".", ".."):
             raise ValueError(f"agent {self.name}: sessions_subfolder is one folder name")
+
+    def project_folder_name(self, cwd: str) -> str:
+        """The project folder the CLI keeps the sessions of `cwd` in: every character
+        outside [A-Za-z0-9] replaced by "-" (both CLIs do this)."""
+        return PROJECT_NAME_RE.sub("-", cwd)
 
     @property
     def rewinds_by_appending(self) -> bool:

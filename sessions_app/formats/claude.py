@@ -293,6 +293,7 @@ AGENT: Agent = Agent(
     title_line=title_line,
     # Claude Code writes nothing for a rewind: the file is rewritten after a backup.
     rewind_line=None,
+    worktree_folder=".claude/worktrees",
 )
 
 # The selective decoder uses the rules above, so it is bound last.

@@ -187,4 +187,5 @@ AGENT: Agent = Agent(
     tool_results=tool_results,
     title_line=title_line,
     rewind_line=rewind_line,
+    worktree_folder=".qwen/worktrees",
 )

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import orjson
 
 SESSION_KEY = b'"sessionId"'
@@ -117,6 +118,71 @@ def restamp_into(
     if message_uuid:
         data["forkedFrom"] = {"sessionId": source_id, "messageUuid": message_uuid}
     write(orjson.dumps(data) + newline)
+
+
+class _Place(msgspec.Struct):
+    """The record's own working folder and branch (a selective decode: the rest is skipped)."""
+
+    cwd: Any = None
+    gitBranch: Any = None
+
+
+_decode_place = msgspec.json.Decoder(_Place).decode
+
+
+def moved_cwd(cwd: str, *, old_top: str, new_top: str) -> str:
+    """`cwd` moved from under `old_top` to the same place under `new_top` (else as it was)."""
+    if cwd == old_top:
+        return new_top
+    if cwd.startswith(old_top.rstrip("/") + "/"):
+        return new_top.rstrip("/") + cwd[len(old_top.rstrip("/")) :]
+    return cwd
+
+
+def relocate(line: bytes, *, old_top: str, new_top: str, branch: str) -> bytes:
+    """The line with its own `cwd` moved from under `old_top` to under `new_top` and its
+    `gitBranch` (where it has one) set to `branch`; every other byte as it was.
+
+    Both CLIs write a record's own keys before its message, so the first `"cwd":` and
+    `"gitBranch":` keys are the record's; the edit is checked by decoding the result,
+    and where it cannot be made on the bytes the line is parsed and written again.
+    A line that is not a JSON object is carried through unchanged.
+    """
+    body, newline = _split_newline(line)
+    try:
+        place = _decode_place(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return line
+    wanted: dict[str, str] = {}
+    if isinstance(place.cwd, str):
+        cwd = moved_cwd(place.cwd, old_top=old_top, new_top=new_top)
+        if cwd != place.cwd:
+            wanted["cwd"] = cwd
+    if isinstance(place.gitBranch, str) and place.gitBranch != branch:
+        wanted["gitBranch"] = branch
+    if not wanted:
+        return line
+    edited = body
+    for key, value in wanted.items():
+        old = b'"' + key.encode() + b'":' + orjson.dumps(getattr(place, key))
+        at = edited.find(old)
+        if at < 0:
+            break
+        new = b'"' + key.encode() + b'":' + orjson.dumps(value)
+        edited = edited[:at] + new + edited[at + len(old) :]
+    else:
+        try:
+            again = _decode_place(edited)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            again = None
+        if again is not None and all(getattr(again, k) == v for k, v in wanted.items()):
+            return edited + newline
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return line  # what msgspec took, orjson refuses (a lone surrogate): left as it is
+    data.update(wanted)
+    return orjson.dumps(data) + (newline or b"\n")
 
 
 FORKED_SUFFIX_RE = re.compile(rb',"forkedFrom":\{"sessionId":"[^"]*","messageUuid":"[^"]*"\}\}$')

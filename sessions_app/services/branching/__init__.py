@@ -37,13 +37,14 @@ from .errors import (
     UnknownSession,
     WriteCheckFailed,
 )
-from .forking import fork
+from .forking import Elsewhere, fork
 from .guards import check_not_busy, check_paths, check_readable, check_turn, check_unchanged
 from .registering import reindex
 from .rewinding import rewind, undo
 
 __all__ = [
     "BranchError",
+    "Elsewhere",
     "FileUnreadable",
     "InvalidSessionId",
     "InvalidTurn",
@@ -98,10 +99,14 @@ def session_fork(
     turn: int | None = None,
     include_turn: bool = True,
     title: str | None = None,
+    elsewhere: Elsewhere | None = None,
 ) -> Session:
-    """Copy turns 1..turn (1..turn-1 with include_turn=False; all without turn) to a new session."""
+    """Copy turns 1..turn (1..turn-1 with include_turn=False; all without turn) to a new session.
+
+    `elsewhere`: the new session goes on in another folder (see `Elsewhere`).
+    """
     with _refusing_on_stale(session):
-        return fork(session, turn, include_turn, title)
+        return fork(session, turn, include_turn, title, elsewhere)
 
 
 def session_rewind(*, session: Session, turn: int) -> Session:

@@ -8,7 +8,7 @@ stream from the database and bytes are read a large block at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO, Protocol
 
 import orjson
@@ -22,7 +22,7 @@ from ...formats.shape import (
     refers_to_kept,
     wanted,
 )
-from ...formats.writing import restamp_into
+from ...formats.writing import restamp, restamp_into
 from ...models import Record, Session
 from ..roots import open_regular
 from .errors import InvalidTurn, StaleIndex
@@ -90,12 +90,14 @@ def write_kept(
     mode: str,
     new_id: str | None,
     log: LineLog | None = None,
+    edit: Callable[[bytes], bytes] | None = None,
 ) -> str:
     """Stream the records kept by a cut after turn `cut` into `out`; returns the last kept uuid.
 
     With `new_id` each line is restamped into that session (a fork); without, it
     is copied unchanged (a rewind of the same session). With `log`, each line's
-    length and CRC-32 are taken from the bytes written, for the new index.
+    length and CRC-32 are taken from the bytes written, for the new index. `edit`
+    changes each restamped line further (a fork into another folder).
     """
     kept: set[str] = set()
     last_uuid = None
@@ -121,6 +123,11 @@ def write_kept(
             start = len(pending)
             if new_id is None:
                 write(raw if raw.endswith(b"\n") else raw + b"\n")
+            elif edit is not None:
+                line = restamp(
+                    raw, source_id=source_id, new_id=new_id, message_uuid=row.uuid or None
+                )
+                write(edit(line))
             else:
                 restamp_into(
                     write, raw, source_id=source_id, new_id=new_id, message_uuid=row.uuid or None

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import os
 import uuid
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from django.db import transaction
 
 from ...formats import agent_for
 from ...formats.shape import FORK
+from ...formats.writing import moved_cwd, relocate
 from ...models import Project, Session
 from ..files import NewFile, new_file
 from ..importing import projects_refresh
+from ..roots import UnsafePath, check_inside
 from .copying import base_fields, intended_prompts, write_kept
 from .deriving import count_tokens, insert_rows, new_session_row
-from .errors import InvalidTurn, TargetExists, WriteCheckFailed
+from .errors import InvalidTurn, OutsideRoots, TargetExists, WriteCheckFailed
 from .guards import check_paths, check_readable, check_turn, check_unchanged, own_write
 from .kept import Unproven, Written
 from .readback import ReadBack, read_back
@@ -28,7 +31,31 @@ def new_session_id() -> str:
     return str(uuid.uuid4())
 
 
-def fork(session: Session, turn: int | None, include_turn: bool, title: str | None) -> Session:
+@dataclass(frozen=True)
+class Elsewhere:
+    """A fork that goes on in another folder (a new git worktree of the same repository).
+
+    Its file goes to the project folder the CLI keeps that folder's sessions in,
+    under the source's session root; each record's `cwd` under `old_top` moves to
+    the same place under `new_top`, and its `gitBranch` becomes `branch`.
+    """
+
+    project_folder: Path
+    old_top: str
+    new_top: str
+    branch: str
+
+    def edit(self, line: bytes) -> bytes:
+        return relocate(line, old_top=self.old_top, new_top=self.new_top, branch=self.branch)
+
+
+def fork(
+    session: Session,
+    turn: int | None,
+    include_turn: bool,
+    title: str | None,
+    elsewhere: Elsewhere | None = None,
+) -> Session:
     """Copy turns 1..turn (1..turn-1 with include_turn=False; all without turn) to a new session."""
     check_paths(session)
     if turn is None:
@@ -50,6 +77,15 @@ def fork(session: Session, turn: int | None, include_turn: bool, title: str | No
     target = Path(session.path).with_name(f"{new_id}.jsonl")
     prompts = intended_prompts(session, cut=cut)
     base = base_fields(session)
+    edit = None
+    if elsewhere is not None:
+        target = _folder_for(session, elsewhere) / f"{new_id}.jsonl"
+        edit = elsewhere.edit
+        if isinstance(base.get("cwd"), str):
+            base["cwd"] = moved_cwd(
+                base["cwd"], old_top=elsewhere.old_top, new_top=elsewhere.new_top
+            )
+        base["gitBranch"] = elsewhere.branch
     # A first choice, made without a lock; checked again when the fork is registered.
     chosen = unique_title(session, title)
     written = Written()
@@ -57,17 +93,21 @@ def fork(session: Session, turn: int | None, include_turn: bool, title: str | No
         with new_file(target) as temp:
             # No database lock is held while the file is streamed, fsynced and read back.
             last_uuid = write_kept(
-                session, temp.out, cut=cut, mode=FORK, new_id=new_id, log=written
+                session, temp.out, cut=cut, mode=FORK, new_id=new_id, log=written, edit=edit
             )
             line = title_line(session, new_id, chosen, last_uuid, base)
             temp.out.write(line)
             check_unchanged(session)
             temp.finish()
+            found: ReadBack | None = None
             try:
-                found: ReadBack | None = read_back(
-                    session, temp.path, written, new_id=new_id, title_line=line, turns=cut,
-                    prompts=prompts,
-                )  # fmt: skip
+                # A fork elsewhere differs from its source in more than the read-back
+                # checks: it is indexed from scratch and checked (`index_written`).
+                if elsewhere is None:
+                    found = read_back(
+                        session, temp.path, written, new_id=new_id, title_line=line, turns=cut,
+                        prompts=prompts,
+                    )  # fmt: skip
             except Unproven:
                 found = None
             try:
@@ -84,7 +124,7 @@ def fork(session: Session, turn: int | None, include_turn: bool, title: str | No
                     temp.link()
                     new.own_write = own_write(os.lstat(target))
                     new.save(update_fields=["parent", "kind", "fork_turn", "own_write"])
-                    projects_refresh(project_ids=[session.project_id])
+                    projects_refresh(project_ids={session.project_id, new.project_id})
             except BaseException:
                 if temp.linked:
                     target.unlink(missing_ok=True)
@@ -107,15 +147,31 @@ def _register(
     """The new session's index: derived from the source's, or (unproven) a full import."""
     if found is None:
         expected = Expected(turns=cut, prompts=prompts)
-        return index_written(
-            source=session_file_of(session, target, new_id), temp=temp.path, expected=expected
-        )
+        source = session_file_of(session, target, new_id)
+        agent = agent_for(session.agent)
+        folder = agent.project_folder_of(target)
+        if folder is not None and folder != Path(session.project.folder):
+            source = replace(source, project_folder=folder)
+        return index_written(source=source, temp=temp.path, expected=expected)
     new = new_session_row(session, path=temp.path, new_id=new_id, written=written, found=found)
     new.path = str(target)
     new.save(update_fields=["path"])
     insert_rows(session, new, written, found)
     count_tokens(new)
     return new
+
+
+def _folder_for(session: Session, elsewhere: Elsewhere) -> Path:
+    """The folder a fork elsewhere is written to (made if new), inside the source's root."""
+    root = Path(session.project.root)
+    folder = agent_for(session.agent).sessions_folder(elsewhere.project_folder)
+    try:
+        check_inside(folder, root)
+        folder.mkdir(parents=True, exist_ok=True)
+        check_inside(folder, root)  # made, and still no link on the way
+    except UnsafePath as exc:
+        raise OutsideRoots(f"{exc}; nothing was written") from None
+    return folder
 
 
 def _retitle(

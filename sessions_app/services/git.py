@@ -1,0 +1,200 @@
+"""Running git: the one place the dashboard calls it, with fixed arguments and no shell.
+
+Every call runs `git -C <folder> ...` with a bounded time, no terminal prompts
+and none of the caller's `GIT_*` variables, so that the repository is the one
+the folder lies in. Reads pass `--no-optional-locks` so that looking never
+writes (git's status refreshes its index otherwise).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+GIT_TIMEOUT = 60.0
+# Conflicted entries in `git status --porcelain` (both sides touched the path).
+CONFLICT_CODES = frozenset({"DD", "AU", "UD", "UA", "DU", "AA", "UU"})
+
+
+class GitError(Exception):
+    """git failed or could not be run; the message says which command and why."""
+
+
+class NotARepository(GitError):
+    """The folder is not inside a git working tree."""
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_OPTIONAL_LOCKS="0")
+    return env
+
+
+def git(*args: str, cwd: Path, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[str]:
+    """Run `git -C cwd args...`; GitError unless its exit status is in `ok`."""
+    command = ["git", "-C", str(cwd), *args]
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=GIT_TIMEOUT,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed on this machine") from None
+    except subprocess.TimeoutExpired:
+        raise GitError(f"`git {' '.join(args)}` in {cwd} took over {GIT_TIMEOUT:.0f} s") from None
+    if done.returncode not in ok:
+        message = (done.stderr or done.stdout).strip().splitlines()
+        raise GitError(
+            f"`git {' '.join(args)}` in {cwd} failed: {message[-1] if message else done.returncode}"
+        )
+    return done
+
+
+def toplevel(folder: Path) -> Path:
+    """The top level of the working tree `folder` lies in; NotARepository if none."""
+    if not folder.is_dir():
+        raise NotARepository(f"{folder} is not a folder on this machine")
+    try:
+        out = git("rev-parse", "--show-toplevel", cwd=folder).stdout.strip()
+    except GitError:
+        raise NotARepository(f"{folder} is not inside a git repository") from None
+    if not out:
+        raise NotARepository(f"{folder} is not inside a git working tree")
+    return Path(out)
+
+
+def common_dir(folder: Path) -> Path:
+    """The repository's shared git folder (the main working tree's `.git`)."""
+    out = git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=folder).stdout
+    return Path(out.strip())
+
+
+def current_branch(folder: Path) -> str | None:
+    """The branch the working tree at `folder` has checked out; None when HEAD is detached."""
+    done = git("symbolic-ref", "--quiet", "--short", "HEAD", cwd=folder, ok=(0, 1))
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def head_commit(folder: Path) -> str:
+    return git("rev-parse", "--verify", "HEAD", cwd=folder).stdout.strip()
+
+
+def branch_exists(folder: Path, branch: str) -> bool:
+    done = git("show-ref", "--verify", "--quiet", f"refs/heads/{branch}", cwd=folder, ok=(0, 1))
+    return done.returncode == 0
+
+
+@dataclass(frozen=True)
+class Changes:
+    """Uncommitted changes of a working tree, counted apart."""
+
+    tracked: int = 0
+    untracked: int = 0
+    conflicted: int = 0
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self.tracked or self.untracked or self.conflicted)
+
+    def describe(self) -> str:
+        parts = [
+            f"{n} {label}"
+            for n, label in (
+                (self.tracked, "changed"),
+                (self.untracked, "untracked"),
+                (self.conflicted, "conflicted"),
+            )
+            if n
+        ]
+        return ", ".join(parts) or "clean"
+
+
+def changes(folder: Path, *, own: frozenset[str] = frozenset()) -> Changes:
+    """The working tree's uncommitted changes (ignored files do not count, nor do the
+    untracked files `own` names, relative to the top level: files the dashboard made)."""
+    out = git("status", "--porcelain=v1", "-z", "--untracked-files=all", cwd=folder).stdout
+    tracked = untracked = conflicted = 0
+    entries = iter(out.split("\0"))
+    for entry in entries:
+        if len(entry) < 3:
+            continue
+        code = entry[:2]
+        if code == "??" and entry[3:] in own:
+            continue
+        if code == "??":
+            untracked += 1
+        elif code in CONFLICT_CODES:
+            conflicted += 1
+        else:
+            tracked += 1
+            if code[0] in "RC":
+                next(entries, None)  # a rename's or copy's source path follows
+    return Changes(tracked, untracked, conflicted)
+
+
+def unique_commits(folder: Path, branch: str) -> int:
+    """Commits on `branch` that no other branch and no remote-tracking branch holds."""
+    out = git(
+        "rev-list",
+        "--count",
+        f"refs/heads/{branch}",
+        "--not",
+        # --exclude before --branches takes a glob without refs/heads/: escape the name.
+        "--exclude=" + re.sub(r"([*?\[\\])", r"\\\1", branch),
+        "--branches",
+        "--remotes",
+        cwd=folder,
+    ).stdout
+    return int(out.strip() or 0)
+
+
+@dataclass(frozen=True)
+class WorktreeEntry:
+    """One working tree `git worktree list` reports."""
+
+    path: Path
+    head: str
+    branch: str | None  # None: detached
+    main: bool
+    prunable: bool
+
+
+def worktrees(folder: Path) -> list[WorktreeEntry]:
+    """Every working tree of the repository `folder` belongs to, the main one first."""
+    out = git("worktree", "list", "--porcelain", "-z", cwd=folder).stdout
+    found: list[WorktreeEntry] = []
+    fields: dict[str, str] = {}
+    for item in [*out.split("\0"), ""]:
+        if item:
+            key, _, value = item.partition(" ")
+            fields[key] = value
+            continue
+        if "worktree" in fields:
+            branch = fields.get("branch", "")
+            found.append(
+                WorktreeEntry(
+                    path=Path(fields["worktree"]),
+                    head=fields.get("HEAD", ""),
+                    branch=branch.removeprefix("refs/heads/") if branch else None,
+                    main=not found,
+                    prunable="prunable" in fields,
+                )
+            )
+        fields = {}
+    return found
+
+
+def last_commit_time(folder: Path, ref: str) -> int | None:
+    """The committer time (Unix seconds) of `ref`'s commit."""
+    done = git("log", "-1", "--format=%ct", ref, "--", cwd=folder, ok=(0, 128))
+    out = done.stdout.strip()
+    return int(out) if done.returncode == 0 and out.isdigit() else None

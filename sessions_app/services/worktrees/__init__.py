@@ -1,0 +1,130 @@
+"""Git worktrees for forks: fork the conversation and the code together, and remove them safely.
+
+The only code that runs git commands that write (`git worktree add`, `worktree
+remove`, `branch -d`) and the only writer of files inside a repository (the
+agent folder's `.gitignore`, the worktree's marker and `info/exclude` line).
+Nothing outside the new worktree and those two files is ever written.
+
+Modules, one rule each: `slugs` (worktree names), `errors`, `creating` (plan,
+then make), `removing` (the guards of a removal). Reading git is `services.git`;
+the project page's panel is `selectors.worktrees`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...formats import agent_for
+from ...models import Session
+from .. import git
+from ..branching import Elsewhere, session_fork
+from ..git import GitError
+from .creating import (
+    MARKER,
+    WorktreePlan,
+    inside_agent_worktree,
+    make_worktree,
+    plan_worktree,
+    read_marker,
+    write_marker,
+)
+from .errors import NeedsConfirmation, NotAWorktree, WorktreeError, WorktreeExists, WorktreeRefused
+from .removing import Removal, worktree_remove
+from .slugs import InvalidSlug, check_slug, is_agent_slug, new_slug
+
+__all__ = [
+    "MARKER",
+    "InvalidSlug",
+    "NeedsConfirmation",
+    "NotAWorktree",
+    "Removal",
+    "WorktreeError",
+    "WorktreeExists",
+    "WorktreeFork",
+    "WorktreePlan",
+    "WorktreeRefused",
+    "check_slug",
+    "inside_agent_worktree",
+    "is_agent_slug",
+    "new_slug",
+    "read_marker",
+    "worktree_fork",
+    "worktree_plan",
+    "worktree_remove",
+]
+
+
+@dataclass(frozen=True)
+class WorktreeFork:
+    """A fork made into a new worktree, and how to carry on with it."""
+
+    session: Session
+    plan: WorktreePlan
+
+
+def worktree_plan(session: Session, slug: str | None = None) -> WorktreePlan:
+    """What a fork of `session` into a new worktree would do; refusals raised, nothing written."""
+    try:
+        return plan_worktree(session, slug)
+    except GitError as exc:
+        raise WorktreeError(str(exc)) from None
+
+
+def worktree_fork(
+    *,
+    session: Session,
+    turn: int | None = None,
+    include_turn: bool = True,
+    title: str | None = None,
+    slug: str | None = None,
+    leave_changes: bool = False,
+) -> WorktreeFork:
+    """Branch or fork `session` into a new git worktree of its repository.
+
+    Uncommitted changes of the source's working tree are not in the worktree: with
+    any, `leave_changes` must say that this is understood (NeedsConfirmation).
+    If the fork fails, the worktree and its branch just made are removed again.
+    """
+    plan = worktree_plan(session, slug)
+    if plan.changes.dirty and not leave_changes:
+        raise NeedsConfirmation(
+            f"the working tree {plan.top} has uncommitted changes ({plan.changes.describe()}); "
+            f"they will not be in the new worktree, which starts from {plan.base}: confirm to go on"
+        )
+    agent = agent_for(session.agent)
+    make_worktree(plan, agent_name=session.agent)
+    try:
+        elsewhere = Elsewhere(
+            project_folder=Path(session.project.root) / agent.project_folder_name(str(plan.cwd)),
+            old_top=plan.old_top,
+            new_top=str(plan.path),
+            branch=plan.branch,
+        )
+        new = session_fork(
+            session=session,
+            turn=turn,
+            include_turn=include_turn,
+            title=title,
+            elsewhere=elsewhere,
+        )
+    except BaseException:
+        _unmake(plan)
+        raise
+    try:
+        write_marker(plan, session=new, source=session)
+    except (OSError, GitError) as exc:
+        raise WorktreeError(
+            f"the fork {new.session_id} is in {plan.path}, but its marker could not be "
+            f"written ({exc})"
+        ) from None
+    return WorktreeFork(new, plan)
+
+
+def _unmake(plan: WorktreePlan) -> None:
+    """Take back a worktree made a moment ago (nothing of the user's is in it yet)."""
+    try:
+        git.git("worktree", "remove", "--force", str(plan.path), cwd=plan.top)
+        git.git("branch", "-d", plan.branch, cwd=plan.top, ok=(0, 1))
+    except GitError:
+        pass  # the first error is the one the user needs to see
