@@ -118,7 +118,10 @@ class Session(models.Model):
                 fields=["session_id"], condition=Q(is_subagent=False), name="unique_session_id"
             )
         ]
-        permissions = [("write_sessions", "Can branch, fork and rewind sessions")]
+        permissions = [
+            ("write_sessions", "Can branch, fork and rewind sessions"),
+            ("manage_worktrees", "Can fork into git worktrees and remove them"),
+        ]
         # One per sort of the sessions page, so that a page of a 10,000-session
         # project is read from an index, not sorted.
         indexes = [
@@ -229,10 +232,11 @@ class AuditEntry(models.Model):
     actor = models.CharField(max_length=150)  # username, "token:<name>" or "local"
     via = models.CharField(max_length=16)  # web, api
     action = models.CharField(max_length=32)
-    session_id = models.UUIDField()
+    session_id = models.UUIDField(null=True, blank=True)  # None: no session (a worktree)
     result_session_id = models.UUIDField(null=True, blank=True)
     turn = models.IntegerField(null=True, blank=True)
     remote_addr = models.GenericIPAddressField(null=True, blank=True)
+    detail = models.CharField(max_length=4096, blank=True)  # e.g. the worktree's path
 
     class Meta:
         ordering = ["-at"]

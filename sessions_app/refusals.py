@@ -19,6 +19,13 @@ from .services.branching import (
     UnknownSession,
     WriteCheckFailed,
 )
+from .services.worktrees import (
+    NeedsConfirmation,
+    NotAWorktree,
+    WorktreeError,
+    WorktreeExists,
+    WorktreeRefused,
+)
 
 
 class BodyTooLarge(BranchError):
@@ -41,6 +48,11 @@ STATUS: dict[type[BranchError], int] = {
     NothingToUndo: 409,
     FileUnreadable: 409,
     WriteCheckFailed: 409,
+    WorktreeError: 409,
+    WorktreeRefused: 400,
+    NotAWorktree: 400,
+    WorktreeExists: 409,
+    NeedsConfirmation: 409,
     LengthRequired: 411,
     BodyTooLarge: 413,
 }

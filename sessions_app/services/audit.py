@@ -51,9 +51,10 @@ def audit_record(
     *,
     actor: Actor,
     action: str,
-    session: Session,
+    session: Session | None,
     result: Session | None,
     turn: int | None,
+    detail: str = "",
 ) -> AuditEntry:
     """Write one audit entry for a write that succeeded."""
     return AuditEntry.objects.create(
@@ -61,10 +62,11 @@ def audit_record(
         actor=actor.name[:150],
         via=actor.origin,
         action=action or "branch",
-        session_id=session.session_id,
+        session_id=session.session_id if session else None,
         result_session_id=result.session_id if result else None,
         turn=turn if turn is None or turn >= 0 else None,
         remote_addr=actor.address,
+        detail=detail[:4096],
     )
 
 

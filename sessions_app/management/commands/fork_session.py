@@ -14,6 +14,7 @@ from sessions_app.services.branching import BranchError, session_fork
 from sessions_app.services.branching.inputs import fork_input
 from sessions_app.services.fresh_start import fresh_start
 from sessions_app.services.lookup import session_resolve
+from sessions_app.services.worktrees import worktree_fork
 
 
 class Command(BaseCommand):
@@ -31,6 +32,21 @@ class Command(BaseCommand):
         parser.add_argument("--turn", help="fork at this turn (default: whole session)")
         parser.add_argument("--before", action="store_true", help="keep only the turns before N")
         parser.add_argument("--title", help="title of the new session")
+        parser.add_argument(
+            "--worktree",
+            nargs="?",
+            const="",
+            metavar="SLUG",
+            help="go on in a new git worktree of the session's repository, "
+            "<top>/.claude/worktrees/SLUG (.qwen/ for Qwen Code) on branch worktree-SLUG; "
+            "a name is made up when SLUG is left out",
+        )
+        parser.add_argument(
+            "--leave-changes",
+            action="store_true",
+            help="with --worktree: go on although the source's working tree has uncommitted "
+            "changes (they are not in the new worktree)",
+        )
         parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -42,15 +58,41 @@ class Command(BaseCommand):
             if asked.fresh_start:
                 self._fresh_start(source, as_json=options["json"])
                 return
-            new = session_fork(
-                session=source, turn=asked.turn, include_turn=asked.include_turn, title=asked.title
-            )
+            made = None
+            if options["worktree"] is not None:
+                made = worktree_fork(
+                    session=source,
+                    turn=asked.turn,
+                    include_turn=asked.include_turn,
+                    title=asked.title,
+                    slug=options["worktree"] or None,
+                    leave_changes=options["leave_changes"],
+                )
+                new = made.session
+            else:
+                new = session_fork(
+                    session=source,
+                    turn=asked.turn,
+                    include_turn=asked.include_turn,
+                    title=asked.title,
+                )
         except BranchError as exc:
             refuse(self, exc, as_json=options["json"])
         audit_record(
-            actor=actor_of_command(), action=new.kind, session=source, result=new, turn=asked.turn
+            actor=actor_of_command(),
+            action=new.kind,
+            session=source,
+            result=new,
+            turn=asked.turn,
+            detail=f"worktree {made.plan.path} on {made.plan.branch}" if made else "",
         )
         info = session_summary(new)
+        if made is not None:
+            info["worktree"] = {
+                "path": str(made.plan.path),
+                "branch": made.plan.branch,
+                "base": made.plan.base,
+            }
         turn, before = asked.turn, not asked.include_turn
         if before and turn is not None:
             info["prompt"] = turn_prompt_text(source, turn)
@@ -59,6 +101,9 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"new session {info['session_id']}: {info['title']}")
         self.stdout.write(f"file:   {info['path']}")
+        if made is not None:
+            plan = made.plan
+            self.stdout.write(f"worktree: {plan.path} (branch {plan.branch}, from {plan.base})")
         self.stdout.write(f"resume: {info['resume_command']}")
         if before:
             self.stdout.write(f"\nprompt of turn {turn}, to edit and send:\n{info['prompt']}")

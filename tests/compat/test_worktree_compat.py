@@ -1,0 +1,84 @@
+"""The real CLIs resume a fork made into a git worktree, from inside that worktree.
+
+A session is made by the real CLI in a git repository, forked at turn 2 into a new
+worktree with `fork_session --worktree`, and resumed with `cd <worktree> && <cli>
+--resume <id>` as the command prints it: the model must see exactly turns 1-2, and
+a shell command the model asks for must run in the worktree.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.compat.clis import CliHome, run_claude, run_qwen
+from tests.compat.fake_model import FakeModel
+from tests.compat.test_fork_compat import Agent, upto
+
+pytestmark = [pytest.mark.compat, pytest.mark.django_db]
+
+
+@pytest.fixture(autouse=True)
+def _no_busy_wait(settings) -> None:
+    settings.BRANCHBOARD_BUSY_SECONDS = 0
+
+
+def git(*args: str, cwd: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    done = subprocess.run(
+        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture(params=["claude", "qwen"])
+def agent(request, clis: dict[str, Path], fake_model: FakeModel, cli_home: CliHome) -> Agent:
+    repo = cli_home.cwd
+    git("init", "-q", "-b", "main", cwd=repo)
+    (repo / "README.md").write_text("demo\n")
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "start", cwd=repo)
+    return Agent(request.param, clis[request.param], fake_model, cli_home)
+
+
+def test_a_fork_into_a_worktree_resumes_there_with_the_chosen_history(agent: Agent) -> None:
+    prompts = ["alpha one", "RUN: echo tool-output-two", "gamma three"]
+    sid = agent.session(prompts)
+    agent.import_all()
+    full = agent.control(sid, "next question")
+    agent.import_all()
+
+    info = agent.command("fork_session", sid, "--turn", "2", "--worktree", "carry-on")
+
+    worktree = Path(info["worktree"]["path"])
+    folder = ".claude" if agent.name == "claude" else ".qwen"
+    assert worktree == agent.home.cwd / folder / "worktrees" / "carry-on"
+    assert git("rev-parse", "--abbrev-ref", "HEAD", cwd=worktree) == "worktree-carry-on"
+    assert info["resume_command"].startswith(f"cd {worktree} && {agent.name} --resume ")
+    assert info["turns"] == 2
+
+    agent.fm.clear()
+    run = run_claude if agent.name == "claude" else run_qwen
+    result = run(
+        agent.home.home,
+        worktree,
+        agent.fm,
+        ["RUN: pwd", "--resume", info["session_id"]],
+        executable=agent.exe,
+    )
+    assert result.session_id == info["session_id"], result.stderr
+    mains = agent.fm.main_requests()
+    assert not agent.fm.egress_attempts
+    # The history is turns 1 and 2, as in the source.
+    assert mains[0].conversation == [*upto(full, "gamma three"), ("user", "RUN: pwd")]
+    # The shell ran in the worktree.
+    results = [text for role, text in mains[-1].conversation if role == "tool_result"]
+    assert results and str(worktree) in results[-1]
