@@ -11,25 +11,26 @@ from __future__ import annotations
 import uuid
 
 from django.contrib import messages
-from django.http import HttpResponse
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from .models import Session
-from .permissions import require_write
+from .permissions import can_manage_worktrees, require_write
 from .refusals import status_of
 from .resume import resume_command
 from .services.audit import PAGE, actor_of_request, audit_record
 from .services.branching import (
     BranchError,
-    session_fork,
     session_rewind,
     session_rewind_undo,
 )
 from .services.branching.inputs import fork_input, rewind_input
 from .services.fresh_start import fresh_start
+from .services.worktrees import NeedsConfirmation, fork_where_asked
 from .views import HtmxHttpRequest, session_or_404
 
 
@@ -37,14 +38,22 @@ def _done(request: HtmxHttpRequest, url: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
-def _failed(request: HtmxHttpRequest, session: Session, error: BranchError) -> HttpResponse:
+def _failed(
+    request: HtmxHttpRequest, session: Session, error: BranchError, retry: QueryDict | None = None
+) -> HttpResponse:
     # A refused form post goes back to the transcript with the message; a refused
     # page (GET) or htmx request answers with the message and the error's status.
-    if request.htmx or request.method == "GET":
+    # One that needs confirming answers with a form that posts it again, confirmed.
+    if request.htmx or request.method == "GET" or retry is not None:
         template = "sessions_app/action_error.html"
         if request.htmx:
             template += "#action-error"
-        context = {"error": error, "session": session}
+        fields = [
+            (k, v)
+            for k, v in (retry or {}).items()
+            if k not in ("csrfmiddlewaretoken", "leave_changes")
+        ]
+        context = {"error": error, "session": session, "retry": fields if retry else None}
         return render(request, template, context, status=status_of(error))
     messages.error(request, str(error))
     return redirect(reverse("sessions:session_detail", args=[session.session_id]))
@@ -63,16 +72,28 @@ def fork(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
         )
         if asked.fresh_start:
             return _fresh_start(request, session)
-        new = session_fork(
-            session=session, turn=asked.turn, include_turn=asked.include_turn, title=asked.title
+        worktree = None
+        if request.POST.get("worktree"):
+            if not can_manage_worktrees(request.user):
+                raise PermissionDenied("You may not fork into git worktrees.")
+            worktree = request.POST.get("worktree_name", "").strip()
+        new, plan, detail = fork_where_asked(
+            session=session,
+            asked=asked,
+            worktree=worktree,
+            leave_changes=bool(request.POST.get("leave_changes")),
         )
     except BranchError as error:
-        return _failed(request, session, error)
+        retry = request.POST if isinstance(error, NeedsConfirmation) else None
+        return _failed(request, session, error, retry=retry)
     actor = actor_of_request(request, origin=PAGE)
-    audit_record(actor=actor, action=new.kind, session=session, result=new, turn=asked.turn)
+    audit_record(
+        actor=actor, action=new.kind, session=session, result=new, turn=asked.turn, detail=detail
+    )
+    where = f" in the new worktree {plan.path} (branch {plan.branch})" if plan else ""
     messages.success(
         request,
-        f"Created “{new.title}” ({new.session_id}). Resume it with: {resume_command(new)}",
+        f"Created “{new.title}” ({new.session_id}){where}. Resume it with: {resume_command(new)}",
     )
     url = reverse("sessions:session_detail", args=[new.session_id])
     if not asked.include_turn:

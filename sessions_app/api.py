@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from functools import wraps
+from typing import Any
 
 import orjson
 from django.conf import settings
@@ -23,17 +24,17 @@ from django.views.decorators.csrf import csrf_exempt
 from . import selectors
 from .api_schema import OPENAPI
 from .models import ApiToken, Session
-from .permissions import WRITE_PERMISSION
-from .refusals import BodyTooLarge, LengthRequired, status_of
+from .permissions import WORKTREE_PERMISSION, WRITE_PERMISSION
+from .refusals import BodyTooLarge, LengthRequired, WorktreeForbidden, status_of
 from .services.audit import API, actor_of_request, audit_record
 from .services.branching import (
     BranchError,
-    session_fork,
     session_rewind,
     session_rewind_undo,
 )
-from .services.branching.inputs import fork_input, rewind_input
+from .services.branching.inputs import flag_input, fork_input, rewind_input
 from .services.fresh_start import fresh_start
+from .services.worktrees import fork_where_asked
 
 
 class ApiRequest(HttpRequest):
@@ -167,17 +168,37 @@ def session_fork_view(request: ApiRequest, session: Session) -> HttpResponse:
     )
     if asked.fresh_start:
         start = fresh_start(session=session)
-        body = {"session_id": None, "turn": start.turn, "prompt": start.prompt}
-        return JsonResponse({**body, "command": start.command})
-    new = session_fork(
-        session=session, turn=asked.turn, include_turn=asked.include_turn, title=asked.title
+        fresh = {"session_id": None, "turn": start.turn, "prompt": start.prompt}
+        return JsonResponse({**fresh, "command": start.command})
+    worktree = _worktree_input(request, data.get("worktree"))
+    new, plan, detail = fork_where_asked(
+        session=session,
+        asked=asked,
+        worktree=worktree,
+        leave_changes=flag_input(data.get("leave_changes"), name="leave_changes", default=False),
     )
     actor = actor_of_request(request, origin=API)
-    audit_record(actor=actor, action=new.kind, session=session, result=new, turn=asked.turn)
-    body = session_json(new)
+    audit_record(
+        actor=actor, action=new.kind, session=session, result=new, turn=asked.turn, detail=detail
+    )
+    body: dict[str, Any] = session_json(new)
+    if plan is not None:
+        body["worktree"] = {"path": str(plan.path), "branch": plan.branch, "base": plan.base}
     if not asked.include_turn and asked.turn is not None:
         body["prompt"] = selectors.turn_prompt_text(session, asked.turn)
     return JsonResponse(body, status=201)
+
+
+def _worktree_input(request: ApiRequest, value: object) -> str | None:
+    """`"worktree"`: absent/false for none, true for a made-up name, or the name itself."""
+    if value is None or value is False:
+        return None
+    if value is not True and not isinstance(value, str):
+        raise BranchError('"worktree" is true, false or a worktree name')
+    user = request.api_token.user
+    if settings.TEAM_MODE and (user is None or not user.has_perm(WORKTREE_PERMISSION)):
+        raise WorktreeForbidden("this token's user may not fork into git worktrees")
+    return "" if value is True else value
 
 
 @allow("POST")

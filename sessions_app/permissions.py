@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import AnonymousUser, User
 
 WRITE_PERMISSION = "sessions_app.write_sessions"
+WORKTREE_PERMISSION = "sessions_app.manage_worktrees"
 
 
 def can_write(user: User | AnonymousUser) -> bool:
@@ -21,6 +22,13 @@ def can_write(user: User | AnonymousUser) -> bool:
     if not settings.TEAM_MODE:
         return True
     return user.is_authenticated and user.has_perm(WRITE_PERMISSION)
+
+
+def can_manage_worktrees(user: User | AnonymousUser) -> bool:
+    """Whether `user` may fork into git worktrees and remove them (their own permission)."""
+    if not settings.TEAM_MODE:
+        return True
+    return user.is_authenticated and user.has_perm(WORKTREE_PERMISSION)
 
 
 def require_write(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:

@@ -32,6 +32,10 @@ class BodyTooLarge(BranchError):
     """An API request body over the configured limit."""
 
 
+class WorktreeForbidden(BranchError):
+    """The user may branch and fork, but not make git worktrees (their own permission)."""
+
+
 class LengthRequired(BranchError):
     """An API request body sent without a Content-Length."""
 
@@ -53,6 +57,7 @@ STATUS: dict[type[BranchError], int] = {
     NotAWorktree: 400,
     WorktreeExists: 409,
     NeedsConfirmation: 409,
+    WorktreeForbidden: 403,
     LengthRequired: 411,
     BodyTooLarge: 413,
 }

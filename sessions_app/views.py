@@ -16,8 +16,9 @@ from django_htmx.middleware import HtmxDetails
 from . import exporting, selectors
 from .lineage import lineage_svg
 from .models import Project, Session
-from .permissions import can_write
+from .permissions import can_manage_worktrees, can_write
 from .resume import resume_command
+from .selectors.worktrees import worktree_possible
 from .services.roots import UnsafePath, open_regular
 from .transcript import PAGE_LIMITS, Page, RawRecord, build_page, build_turns, full_item
 
@@ -134,6 +135,7 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         "resume_command": resume_command(session),
         "subagents": selectors.subagents_of(session),
         "can_write": can_write(request.user),
+        "can_worktree": can_manage_worktrees(request.user) and worktree_possible(session),
     }
     template = "sessions_app/transcript.html"
     if request.htmx and (after or start[0]):

@@ -14,6 +14,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
+from ..formats.worktrees import MARKER
+
 GIT_TIMEOUT = 60.0
 # Conflicted entries in `git status --porcelain` (both sides touched the path).
 CONFLICT_CODES = frozenset({"DD", "AU", "UD", "UA", "DU", "AA", "UU"})
@@ -198,3 +202,14 @@ def last_commit_time(folder: Path, ref: str) -> int | None:
     done = git("log", "-1", "--format=%ct", ref, "--", cwd=folder, ok=(0, 128))
     out = done.stdout.strip()
     return int(out) if done.returncode == 0 and out.isdigit() else None
+
+
+def read_marker(worktree: Path) -> dict:
+    """The dashboard's marker in the worktree at `worktree` ({} when none, or unreadable)."""
+    try:
+        fd = os.open(worktree / MARKER, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            data = orjson.loads(f.read(1 << 16))
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -10,11 +10,11 @@ from django.core.management.base import BaseCommand, CommandParser
 from sessions_app.management.refusing import JSON_HELP, refuse
 from sessions_app.selectors import session_summary, turn_prompt_text
 from sessions_app.services.audit import actor_of_command, audit_record
-from sessions_app.services.branching import BranchError, session_fork
+from sessions_app.services.branching import BranchError
 from sessions_app.services.branching.inputs import fork_input
 from sessions_app.services.fresh_start import fresh_start
 from sessions_app.services.lookup import session_resolve
-from sessions_app.services.worktrees import worktree_fork
+from sessions_app.services.worktrees import fork_where_asked
 
 
 class Command(BaseCommand):
@@ -58,24 +58,12 @@ class Command(BaseCommand):
             if asked.fresh_start:
                 self._fresh_start(source, as_json=options["json"])
                 return
-            made = None
-            if options["worktree"] is not None:
-                made = worktree_fork(
-                    session=source,
-                    turn=asked.turn,
-                    include_turn=asked.include_turn,
-                    title=asked.title,
-                    slug=options["worktree"] or None,
-                    leave_changes=options["leave_changes"],
-                )
-                new = made.session
-            else:
-                new = session_fork(
-                    session=source,
-                    turn=asked.turn,
-                    include_turn=asked.include_turn,
-                    title=asked.title,
-                )
+            new, plan, detail = fork_where_asked(
+                session=source,
+                asked=asked,
+                worktree=options["worktree"],
+                leave_changes=options["leave_changes"],
+            )
         except BranchError as exc:
             refuse(self, exc, as_json=options["json"])
         audit_record(
@@ -84,15 +72,11 @@ class Command(BaseCommand):
             session=source,
             result=new,
             turn=asked.turn,
-            detail=f"worktree {made.plan.path} on {made.plan.branch}" if made else "",
+            detail=detail,
         )
         info = session_summary(new)
-        if made is not None:
-            info["worktree"] = {
-                "path": str(made.plan.path),
-                "branch": made.plan.branch,
-                "base": made.plan.base,
-            }
+        if plan is not None:
+            info["worktree"] = {"path": str(plan.path), "branch": plan.branch, "base": plan.base}
         turn, before = asked.turn, not asked.include_turn
         if before and turn is not None:
             info["prompt"] = turn_prompt_text(source, turn)
@@ -101,8 +85,7 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"new session {info['session_id']}: {info['title']}")
         self.stdout.write(f"file:   {info['path']}")
-        if made is not None:
-            plan = made.plan
+        if plan is not None:
             self.stdout.write(f"worktree: {plan.path} (branch {plan.branch}, from {plan.base})")
         self.stdout.write(f"resume: {info['resume_command']}")
         if before:

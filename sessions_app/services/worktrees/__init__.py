@@ -5,9 +5,9 @@ remove`, `branch -d`) and the only writer of files inside a repository (the
 agent folder's `.gitignore`, the worktree's marker and `info/exclude` line).
 Nothing outside the new worktree and those two files is ever written.
 
-Modules, one rule each: `slugs` (worktree names), `errors`, `creating` (plan,
-then make), `removing` (the guards of a removal). Reading git is `services.git`;
-the project page's panel is `selectors.worktrees`.
+Modules, one rule each: `errors`, `creating` (plan, then make), `removing` (the
+guards of a removal). Worktree names and folders are `formats.worktrees`; reading
+git is `services.git`; the project page's panel is `selectors.worktrees`.
 """
 
 from __future__ import annotations
@@ -16,22 +16,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...formats import agent_for
+from ...formats.worktrees import (
+    MARKER,
+    InvalidSlug,
+    check_slug,
+    inside_agent_worktree,
+    is_agent_slug,
+    new_slug,
+)
 from ...models import Session
 from .. import git
 from ..branching import Elsewhere, session_fork
-from ..git import GitError
-from .creating import (
-    MARKER,
-    WorktreePlan,
-    inside_agent_worktree,
-    make_worktree,
-    plan_worktree,
-    read_marker,
-    write_marker,
-)
+from ..branching.inputs import ForkInput
+from ..git import GitError, read_marker
+from .creating import WorktreePlan, make_worktree, plan_worktree, write_marker
 from .errors import NeedsConfirmation, NotAWorktree, WorktreeError, WorktreeExists, WorktreeRefused
 from .removing import Removal, worktree_remove
-from .slugs import InvalidSlug, check_slug, is_agent_slug, new_slug
 
 __all__ = [
     "MARKER",
@@ -45,6 +45,7 @@ __all__ = [
     "WorktreePlan",
     "WorktreeRefused",
     "check_slug",
+    "fork_where_asked",
     "inside_agent_worktree",
     "is_agent_slug",
     "new_slug",
@@ -128,3 +129,28 @@ def _unmake(plan: WorktreePlan) -> None:
         git.git("branch", "-d", plan.branch, cwd=plan.top, ok=(0, 1))
     except GitError:
         pass  # the first error is the one the user needs to see
+
+
+def fork_where_asked(
+    *, session: Session, asked: ForkInput, worktree: str | None, leave_changes: bool = False
+) -> tuple[Session, WorktreePlan | None, str]:
+    """A fork beside its source (`worktree` None) or into a new worktree (`worktree` its
+    name, "" to make one up): the new session, the worktree's plan, and the audit's detail.
+
+    The one entry for the pages, the API and `fork_session`.
+    """
+    if worktree is None:
+        new = session_fork(
+            session=session, turn=asked.turn, include_turn=asked.include_turn, title=asked.title
+        )
+        return new, None, ""
+    made = worktree_fork(
+        session=session,
+        turn=asked.turn,
+        include_turn=asked.include_turn,
+        title=asked.title,
+        slug=worktree or None,
+        leave_changes=leave_changes,
+    )
+    plan = made.plan
+    return made.session, plan, f"worktree {plan.path} on branch {plan.branch} from {plan.base}"

@@ -18,13 +18,12 @@ from pathlib import Path
 import orjson
 
 from ...formats import agent_for
+from ...formats.worktrees import MARKER, InvalidSlug, check_slug, inside_agent_worktree, new_slug
 from ...models import Session
 from .. import git
 from ..git import Changes, GitError, NotARepository
 from .errors import WorktreeError, WorktreeExists, WorktreeRefused
-from .slugs import InvalidSlug, check_slug, new_slug
 
-MARKER = ".branchboard-worktree.json"
 IGNORE_LINE = "worktrees/"
 
 
@@ -46,19 +45,6 @@ class WorktreePlan:
     def cwd(self) -> Path:
         """Where the forked session goes on: the same subfolder, in the worktree."""
         return self.path / self.subfolder if self.subfolder else self.path
-
-
-def agent_worktree_folders() -> list[str]:
-    """Every agent's worktree folder (e.g. `.claude/worktrees`)."""
-    from ...formats import REGISTRY
-
-    return [a.worktree_folder for a in REGISTRY.values() if a.worktree_folder]
-
-
-def inside_agent_worktree(path: Path) -> bool:
-    """Whether `path` lies inside a worktree an agent keeps (`.../.claude/worktrees/<slug>`)."""
-    text = str(path).rstrip("/") + "/"
-    return any(f"/{folder}/" in text for folder in agent_worktree_folders())
 
 
 def plan_worktree(session: Session, slug: str | None) -> WorktreePlan:
@@ -150,17 +136,6 @@ def write_marker(plan: WorktreePlan, *, session: Session, source: Session) -> No
     exclude.parent.mkdir(parents=True, exist_ok=True)
     _add_line(exclude, "/" + MARKER)
     _create(plan.path / MARKER, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-
-
-def read_marker(path: Path) -> dict:
-    """The marker of the worktree at `path` ({} when there is none or it is unreadable)."""
-    try:
-        fd = os.open(path / MARKER, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as f:
-            data = orjson.loads(f.read(1 << 16))
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _ignore_worktrees(folder: Path) -> None:

@@ -13,11 +13,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...formats.worktrees import worktree_folders
 from ...models import Session
 from .. import git
 from ..branching.guards import own_write
-from ..git import Changes, GitError
-from .creating import agent_worktree_folders, read_marker
+from ..git import Changes, GitError, read_marker
 from .errors import NeedsConfirmation, NotAWorktree, WorktreeError
 
 # A session whose file changed this recently is taken to be running.
@@ -51,12 +51,12 @@ class Removal:
 def repository_of(path: Path) -> Path:
     """The top level of the repository whose agent worktree folder holds `path`."""
     parent = str(path.parent)
-    for folder in agent_worktree_folders():
+    for folder in worktree_folders():
         if parent.endswith("/" + folder):
             return Path(parent[: -len(folder) - 1] or "/")
     raise NotAWorktree(
         f"{path} is not in an agent worktree folder ("
-        + ", ".join(f"<repository>/{f}/<name>" for f in agent_worktree_folders())
+        + ", ".join(f"<repository>/{f}/<name>" for f in worktree_folders())
         + "); only those are removed here"
     )
 

@@ -1,14 +1,23 @@
-"""Worktree names: what a given slug may be, and a fresh one when none is given."""
+"""Git worktrees as the CLIs lay them out: names, folders, and the dashboard's marker.
+
+Pure rules, no I/O: what a given worktree name (slug) may be, a fresh one when none
+is given, and whether a path lies in an agent's worktree folder.
+"""
 
 from __future__ import annotations
 
 import re
 import secrets
+from pathlib import Path
+
+from . import REGISTRY
 
 SLUG_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 # The CLIs' own short-lived worktrees: `agent-` and 7 hex digits. The prefix is theirs.
 AGENT_SLUG_RE = re.compile(r"agent-[0-9a-f]{7}")
 RESERVED_PREFIX = "agent-"
+# The file in a worktree that says who made it (kept out of `git add -A`).
+MARKER = ".branchboard-worktree.json"
 
 
 class InvalidSlug(ValueError):
@@ -41,3 +50,24 @@ def new_slug() -> str:
 def is_agent_slug(slug: str) -> bool:
     """Whether a worktree is one of the CLIs' short-lived agent worktrees."""
     return AGENT_SLUG_RE.fullmatch(slug) is not None
+
+
+def worktree_folders() -> list[str]:
+    """Every agent's worktree folder, relative to a repository's top level."""
+    return [a.worktree_folder for a in REGISTRY.values() if a.worktree_folder]
+
+
+def worktree_of(cwd: str | Path) -> tuple[str, str] | None:
+    """(repository top level, slug) when `cwd` lies in an agent worktree, else None."""
+    text = str(cwd).rstrip("/") + "/"
+    for folder in worktree_folders():
+        top, found, rest = text.partition(f"/{folder}/")
+        slug = rest.split("/", 1)[0]
+        if found and slug:
+            return top or "/", slug
+    return None
+
+
+def inside_agent_worktree(path: str | Path) -> bool:
+    """Whether `path` lies inside a worktree an agent keeps (`.../.claude/worktrees/<slug>`)."""
+    return worktree_of(path) is not None

@@ -1,0 +1,100 @@
+"""What the pages show about git worktrees: whether a fork can get one, and a project's panel."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..formats import agent_for
+from ..formats.worktrees import is_agent_slug, worktree_of
+from ..models import Project, Session
+from ..services import git
+from ..services.git import Changes, GitError, read_marker
+
+# An agent's own worktree this old, with nothing in it, is marked stale.
+STALE_DAYS = 30
+
+
+def worktree_possible(session: Session) -> bool:
+    """Whether to offer a fork into a worktree: the agent makes them, and the session's
+    folder is on this machine and not itself an agent worktree (git decides the rest)."""
+    folder = agent_for(session.agent).worktree_folder
+    cwd = session.cwd
+    return bool(
+        folder and cwd and os.path.isabs(cwd) and os.path.isdir(cwd) and worktree_of(cwd) is None
+    )
+
+
+@dataclass
+class WorktreeRow:
+    """One worktree of a project's repository, for the panel."""
+
+    path: Path
+    branch: str | None
+    base: str  # where it branched off, as far as the marker says
+    changes: Changes | None  # None: could not be read
+    unique_commits: int
+    age_days: float | None
+    agent_made: bool  # under an agent worktree folder: removable from the panel
+    stale: bool
+    sessions: list[Session] = field(default_factory=list)
+
+
+def project_worktrees(project: Project) -> list[WorktreeRow]:
+    """The linked worktrees of the repository the project's folder is in ([] when none, or
+    the repository is not on this machine)."""
+    top = project.path
+    if not top or not os.path.isdir(top):
+        return []
+    try:
+        entries = git.worktrees(Path(top))
+    except GitError:
+        return []
+    rows = []
+    sessions = list(Session.objects.listed().exclude(cwd="").only("session_id", "title", "cwd"))
+    for entry in entries:
+        if entry.main or entry.prunable:
+            continue
+        rows.append(_row(entry, sessions))
+    return rows
+
+
+def _row(entry: git.WorktreeEntry, sessions: list[Session]) -> WorktreeRow:
+    path = entry.path
+    try:
+        found: Changes | None = git.changes(path)
+        unique = git.unique_commits(path, entry.branch) if entry.branch else 0
+        when = git.last_commit_time(path, "HEAD")
+    except GitError:
+        found, unique, when = None, 0, None
+    try:
+        made = os.stat(path).st_mtime
+    except OSError:
+        made = None
+    start = made or when
+    age = (time.time() - start) / 86400 if start else None
+    agent_made = worktree_of(str(path)) is not None
+    stale = bool(
+        agent_made
+        and is_agent_slug(path.name)
+        and age is not None
+        and age > STALE_DAYS
+        and found is not None
+        and not found.dirty
+        and unique == 0
+    )
+    inside = str(path).rstrip("/") + "/"
+    ran_here = [s for s in sessions if (s.cwd.rstrip("/") + "/").startswith(inside)]
+    return WorktreeRow(
+        path=path,
+        branch=entry.branch,
+        base=str(read_marker(path).get("base") or ""),
+        changes=found,
+        unique_commits=unique,
+        age_days=age,
+        agent_made=agent_made,
+        stale=stale,
+        sessions=ran_here,
+    )
