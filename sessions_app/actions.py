@@ -9,16 +9,17 @@ the commands; the engine's guards decide; nothing here writes a file itself.
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, QueryDict
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from .models import Session
+from .models import Project, Session
 from .permissions import can_manage_worktrees, require_write
 from .refusals import status_of
 from .resume import resume_command
@@ -31,6 +32,7 @@ from .services.branching import (
 from .services.branching.inputs import fork_input, rewind_input
 from .services.fresh_start import fresh_start
 from .services.worktrees import NeedsConfirmation, fork_where_asked
+from .services.worktrees import worktree_remove as remove_worktree
 from .views import HtmxHttpRequest, session_or_404
 
 
@@ -146,3 +148,34 @@ def rewind_undo(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse
     audit_record(actor=actor, action="rewind_undo", session=restored, result=None, turn=None)
     messages.success(request, f"Rewind undone: {restored.turn_count} turn(s) again.")
     return _done(request, reverse("sessions:session_detail", args=[restored.session_id]))
+
+
+@require_POST
+@require_write
+def worktree_remove(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Remove an agent worktree listed on the project page (its guards decide)."""
+    if not can_manage_worktrees(request.user):
+        raise PermissionDenied("You may not remove git worktrees.")
+    project = get_object_or_404(Project, pk=pk)
+    back = reverse("sessions:project_detail", args=[project.pk]) + "#worktrees"
+    path = request.POST.get("path", "")
+    try:
+        removal = remove_worktree(
+            Path(path),
+            discard=bool(request.POST.get("discard")),
+            live_ok=bool(request.POST.get("live_ok")),
+        )
+    except BranchError as error:
+        messages.error(request, str(error))
+        return redirect(back)
+    actor = actor_of_request(request, origin=PAGE)
+    audit_record(
+        actor=actor,
+        action="worktree_remove",
+        session=None,
+        result=None,
+        turn=None,
+        detail=removal.describe(),
+    )
+    messages.success(request, removal.describe()[:1].upper() + removal.describe()[1:] + ".")
+    return redirect(back)

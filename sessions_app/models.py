@@ -111,6 +111,7 @@ class Session(models.Model):
 
     objects = SessionQuerySet.as_manager()
     children_count: int  # set on a page of sessions by selectors.with_children_counts
+    worktree: object  # set on a page of sessions: selectors.worktrees.worktree_badge
 
     class Meta:
         constraints = [

@@ -28,6 +28,7 @@ urlpatterns = [
     path("sessions/<uuid:session_id>/lineage/", views.lineage, name="lineage"),
     path("sessions/<uuid:session_id>/export.<str:fmt>", views.export, name="export"),
     path("sessions/<uuid:session_id>/fork/", actions.fork, name="fork"),
+    path("projects/<int:pk>/worktrees/remove/", actions.worktree_remove, name="worktree_remove"),
     path("sessions/<uuid:session_id>/rewind/", actions.rewind, name="rewind"),
     path("sessions/<uuid:session_id>/rewind/undo/", actions.rewind_undo, name="rewind_undo"),
 ]

@@ -18,7 +18,7 @@ from .lineage import lineage_svg
 from .models import Project, Session
 from .permissions import can_manage_worktrees, can_write
 from .resume import resume_command
-from .selectors.worktrees import worktree_possible
+from .selectors.worktrees import project_worktrees, worktree_badge, worktree_possible
 from .services.roots import UnsafePath, open_regular
 from .transcript import PAGE_LIMITS, Page, RawRecord, build_page, build_turns, full_item
 
@@ -73,6 +73,8 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     sessions = selectors.sessions_of_project(project=project, query=query, sort=sort)
     page = Paginator(sessions, 50).get_page(request.GET.get("page"))
     page.object_list = selectors.with_children_counts(list(page.object_list))
+    for s in page.object_list:
+        s.worktree = worktree_badge(s)
     template = "sessions_app/project_detail.html"
     if request.htmx:
         template += "#session-list"
@@ -82,6 +84,8 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "query": query,
         "sort": sort,
         "can_write": can_write(request.user),
+        "can_worktree": can_manage_worktrees(request.user),
+        "worktrees": [] if request.htmx else project_worktrees(project),
     }
     return render(request, template, context)
 

@@ -167,3 +167,33 @@ def test_the_commands_fork_into_and_remove_a_worktree(source: Session, repo: Pat
     assert done["branch_deleted"] is True and not path.exists()
     assert run("branch", "--list", "worktree-cmd", cwd=repo) == ""
     assert AuditEntry.objects.filter(action="worktree_remove", detail__contains=str(path)).exists()
+
+
+def test_the_project_page_lists_worktrees_and_removes_one(
+    client: Client, source: Session, repo: Path
+) -> None:
+    call_command(
+        "fork_session", str(source.session_id), "--worktree", "panel", stdout=io.StringIO()
+    )
+    path = repo / ".claude" / "worktrees" / "panel"
+    new = Session.objects.get(parent=source)
+    (path / "wip.txt").write_text("not committed\n")
+
+    page = client.get(f"/projects/{source.project_id}/").content.decode()
+    assert f"<code>{path}</code>" in page and "<code>worktree-panel</code>" in page
+    assert "1 untracked" in page and f"/sessions/{new.session_id}/" in page
+    badge = client.get(f"/projects/{new.project_id}/").content.decode()
+    assert "worktree panel · worktree-panel" in badge and "· removed" not in badge
+
+    url = f"/projects/{source.project_id}/worktrees/remove/"
+    refused = client.post(url, {"path": str(path)}, follow=True).content.decode()
+    assert "1 untracked" in refused and "confirm discarding" in refused and path.is_dir()
+    done = client.post(url, {"path": str(path), "discard": "1"}, follow=True).content.decode()
+    assert "Removed the worktree" in done and not path.exists()
+    assert (
+        "worktree panel · worktree-panel · removed"
+        in client.get(f"/projects/{new.project_id}/").content.decode()
+    )
+    # Only agent worktrees: anything else is refused, nothing removed.
+    other = client.post(url, {"path": str(repo)}, follow=True).content.decode()
+    assert "not in an agent worktree folder" in other and repo.is_dir()

@@ -98,3 +98,29 @@ def _row(entry: git.WorktreeEntry, sessions: list[Session]) -> WorktreeRow:
         stale=stale,
         sessions=ran_here,
     )
+
+
+@dataclass(frozen=True)
+class WorktreeBadge:
+    """What a session's row says when it ran in an agent worktree."""
+
+    slug: str
+    path: str
+    exists: bool
+
+
+def worktree_badge(session: Session) -> WorktreeBadge | None:
+    """The badge of a session that ran in an agent worktree ("removed" once it is gone)."""
+    found = worktree_of(session.cwd) if session.cwd else None
+    if found is None:
+        return None
+    top, slug = found
+    folder = next(
+        (
+            f"{top.rstrip('/')}/{a.worktree_folder}/{slug}"
+            for a in [agent_for(session.agent)]
+            if a.worktree_folder
+        ),
+        "",
+    )
+    return WorktreeBadge(slug, folder, bool(folder) and os.path.isdir(folder))
