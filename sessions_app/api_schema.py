@@ -140,6 +140,23 @@ OPENAPI: dict = {
                                         "1..turn-1, hand its prompt back); needs a turn",
                                     },
                                     "title": {"type": "string", "maxLength": 300},
+                                    "worktree": {
+                                        "oneOf": [
+                                            {"type": "boolean"},
+                                            {"type": "string", "maxLength": 64},
+                                        ],
+                                        "default": False,
+                                        "description": "go on in a new git worktree of the "
+                                        "session's repository: true for a made-up name, or "
+                                        "its name; the answer then has `worktree` (path, "
+                                        "branch, base)",
+                                    },
+                                    "leave_changes": {
+                                        "type": "boolean",
+                                        "default": False,
+                                        "description": "with worktree: go on although the "
+                                        "source's working tree has uncommitted changes",
+                                    },
                                 },
                             }
                         }
