@@ -131,3 +131,14 @@ def token(db: None) -> str:
     from sessions_app.models import ApiToken
 
     return ApiToken.issue(name="tests")[1]
+
+
+@pytest.fixture
+def team(settings) -> None:
+    """Team mode as deployed: login required for every page, permissions checked."""
+    settings.TEAM_MODE = True
+    middleware = list(settings.MIDDLEWARE)
+    auth = middleware.index("django.contrib.auth.middleware.AuthenticationMiddleware")
+    middleware.insert(auth + 1, "django.contrib.auth.middleware.LoginRequiredMiddleware")
+    settings.MIDDLEWARE = middleware
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "team.example"]

@@ -53,15 +53,6 @@ def outside(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.fixture
-def team(settings) -> None:
-    settings.TEAM_MODE = True
-    middleware = list(settings.MIDDLEWARE)
-    auth = middleware.index("django.contrib.auth.middleware.AuthenticationMiddleware")
-    middleware.insert(auth + 1, "django.contrib.auth.middleware.LoginRequiredMiddleware")
-    settings.MIDDLEWARE = middleware
-
-
 def named(report: ImportReport, path: Path, *words: str) -> bool:
     """Whether one message of the report names `path` and says all of `words`."""
     return any(str(path) in e and all(w in e for w in words) for e in report.errors)

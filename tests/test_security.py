@@ -19,16 +19,6 @@ WEBAPP_ID = "d62afd75-12b1-4077-921c-1fa1eda79364"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture
-def team(settings) -> None:
-    settings.TEAM_MODE = True
-    middleware = list(settings.MIDDLEWARE)
-    auth = middleware.index("django.contrib.auth.middleware.AuthenticationMiddleware")
-    middleware.insert(auth + 1, "django.contrib.auth.middleware.LoginRequiredMiddleware")
-    settings.MIDDLEWARE = middleware
-    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "team.example"]
-
-
 def page_urls() -> list[str]:
     s = f"/sessions/{WEBAPP_ID}"
     return [

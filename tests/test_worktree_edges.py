@@ -29,15 +29,6 @@ def source(repo: Path, tmp_path: Path) -> Session:
     return claude_session(tmp_path / "claude-projects", repo)
 
 
-@pytest.fixture
-def team(settings) -> None:
-    settings.TEAM_MODE = True
-    middleware = list(settings.MIDDLEWARE)
-    auth = middleware.index("django.contrib.auth.middleware.AuthenticationMiddleware")
-    middleware.insert(auth + 1, "django.contrib.auth.middleware.LoginRequiredMiddleware")
-    settings.MIDDLEWARE = middleware
-
-
 def user_with(*codenames: str) -> User:
     user = User.objects.create_user("-".join(codenames) or "reader")
     for codename in codenames:

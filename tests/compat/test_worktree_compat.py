@@ -8,8 +8,6 @@ a shell command the model asks for must run in the worktree.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ import pytest
 from tests.compat.clis import CliHome, run_claude, run_qwen
 from tests.compat.fake_model import FakeModel
 from tests.compat.test_fork_compat import Agent, upto
+from tests.test_worktrees import run as git
 
 pytestmark = [pytest.mark.compat, pytest.mark.django_db]
 
@@ -24,19 +23,6 @@ pytestmark = [pytest.mark.compat, pytest.mark.django_db]
 @pytest.fixture(autouse=True)
 def _no_busy_wait(settings) -> None:
     settings.BRANCHBOARD_BUSY_SECONDS = 0
-
-
-def git(*args: str, cwd: Path) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    done = subprocess.run(
-        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-    )
-    return done.stdout.strip()
 
 
 @pytest.fixture(params=["claude", "qwen"])

@@ -1,0 +1,42 @@
+"""Fork into a git worktree from a turn, then remove the worktree, clicked in a real browser."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from sessions_app.models import Session
+from tests.test_worktrees import claude_session, make_repo, run
+
+
+def test_fork_into_a_worktree_and_remove_it(
+    page: Page, live_server, transactional_db: None, tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path / "code" / "app")
+    source = claude_session(tmp_path / "claude-projects", repo, turns=3)
+    page.goto(f"{live_server.url}/sessions/{source.session_id}/")
+
+    page.get_by_text("Fork into a new git worktree…").click()
+    form = page.locator("#worktree-form")
+    form.locator("input[name=turn]").fill("2")
+    form.locator("input[name=worktree_name]").fill("in-browser")
+    form.locator("#worktree-fork").click()
+
+    path = repo / ".claude" / "worktrees" / "in-browser"
+    expect(page).not_to_have_url(re.compile(f"/sessions/{source.session_id}/"))
+    expect(page.locator(".message")).to_contain_text(f"in the new worktree {path}")
+    expect(page.locator(".message")).to_contain_text(f"cd {path} && claude --resume")
+    new = Session.objects.get(parent=source)
+    assert new.turn_count == 2 and new.cwd == str(path)
+    assert run("rev-parse", "--abbrev-ref", "HEAD", cwd=path) == "worktree-in-browser"
+
+    page.goto(f"{live_server.url}/projects/{source.project_id}/")
+    panel = page.locator("#worktrees")
+    expect(panel).to_contain_text(str(path))
+    expect(panel).to_contain_text("worktree-in-browser")
+    panel.locator("button.worktree-remove").click()
+    expect(page.locator(".message")).to_contain_text(f"Removed the worktree {path}")
+    assert not path.exists()
+    assert run("branch", "--list", "worktree-in-browser", cwd=repo) == ""
