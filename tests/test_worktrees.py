@@ -18,6 +18,7 @@ from sessions_app.services.worktrees import (
     MARKER,
     NeedsConfirmation,
     NotAWorktree,
+    WorktreeError,
     WorktreeExists,
     WorktreeRefused,
     worktree_fork,
@@ -318,6 +319,17 @@ def test_a_worktree_mid_merge_with_only_conflicts_is_dirty(repo: Path, root: Pat
     assert run("status", "--porcelain", cwd=path) == "UU app.py"
     with pytest.raises(NeedsConfirmation, match="1 conflicted"):
         worktree_remove(path)
+    assert worktree_remove(path, discard=True).discarded.conflicted == 1
+    assert not path.exists()
+
+
+def test_a_locked_worktree_stays_even_when_discarding(repo: Path, root: Path) -> None:
+    path = fork_worktree(repo, root, "locked")
+    (path / "wip.txt").write_text("wip\n")
+    run("worktree", "lock", "--reason", "mine", str(path), cwd=repo)
+    with pytest.raises(WorktreeError, match="nothing was removed"):
+        worktree_remove(path, discard=True)
+    assert (path / "wip.txt").is_file()
 
 
 def test_a_branch_with_commits_nowhere_else_is_kept_even_when_discarding(

@@ -88,7 +88,9 @@ def worktree_remove(path: Path, *, discard: bool = False, live_ok: bool = False)
             f"{LIVE_SECONDS} s: it may still be running there; confirm to remove it anyway"
         )
     try:
-        force = ["--force", "--force"] if found.dirty else []
+        # One --force: changes (confirmed above) go; a worktree locked with `git worktree
+        # lock` stays refused.
+        force = ["--force"] if found.dirty else []
         git.git("worktree", "remove", *force, str(path), cwd=top)
     except GitError as exc:
         raise WorktreeError(f"{exc}; nothing was removed") from None
