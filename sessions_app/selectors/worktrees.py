@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.db.models import Q
+
 from ..formats import agent_for
 from ..formats.worktrees import is_agent_slug, worktree_of
 from ..models import Project, Session
@@ -52,16 +54,17 @@ def project_worktrees(project: Project) -> list[WorktreeRow]:
         entries = git.worktrees(Path(top))
     except GitError:
         return []
-    rows = []
-    sessions = list(Session.objects.listed().exclude(cwd="").only("session_id", "title", "cwd"))
-    for entry in entries:
-        if entry.main or entry.prunable:
-            continue
-        rows.append(_row(entry, sessions))
-    return rows
+    return [_row(e) for e in entries if not (e.main or e.prunable)]
 
 
-def _row(entry: git.WorktreeEntry, sessions: list[Session]) -> WorktreeRow:
+def _ran_in(path: Path) -> list[Session]:
+    """The listed sessions whose folder is `path` or lies below it (at most 20)."""
+    inside = Q(cwd=str(path)) | Q(cwd__startswith=str(path).rstrip("/") + "/")
+    found = Session.objects.listed().filter(inside).order_by("-updated_at")
+    return list(found.only("session_id", "title", "cwd")[:20])
+
+
+def _row(entry: git.WorktreeEntry) -> WorktreeRow:
     path = entry.path
     try:
         found: Changes | None = git.changes(path)
@@ -85,8 +88,6 @@ def _row(entry: git.WorktreeEntry, sessions: list[Session]) -> WorktreeRow:
         and not found.dirty
         and unique == 0
     )
-    inside = str(path).rstrip("/") + "/"
-    ran_here = [s for s in sessions if (s.cwd.rstrip("/") + "/").startswith(inside)]
     return WorktreeRow(
         path=path,
         branch=entry.branch,
@@ -96,7 +97,7 @@ def _row(entry: git.WorktreeEntry, sessions: list[Session]) -> WorktreeRow:
         age_days=age,
         agent_made=agent_made,
         stale=stale,
-        sessions=ran_here,
+        sessions=_ran_in(path),
     )
 
 
