@@ -381,4 +381,9 @@ def test_git_is_found_without_the_callers_git_variables(
     monkeypatch.setenv("GIT_DIR", str(other / ".git"))
     made = worktree_fork(session=claude_session(root, repo), slug="env")
     assert made.plan.top == repo
+    assert run("branch", "--list", "--format=%(refname:short)", "worktree-env", cwd=repo) == (
+        "worktree-env"
+    )
+    assert run("branch", "--list", "worktree-env", cwd=other) == ""
+    assert run("worktree", "list", "--porcelain", cwd=other).count("worktree ") == 1
     shutil.rmtree(other)

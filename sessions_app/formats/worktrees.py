@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import secrets
 from pathlib import Path
+from typing import NamedTuple
 
 from . import REGISTRY
 
@@ -57,14 +58,22 @@ def worktree_folders() -> list[str]:
     return [a.worktree_folder for a in REGISTRY.values() if a.worktree_folder]
 
 
-def worktree_of(cwd: str | Path) -> tuple[str, str] | None:
-    """(repository top level, slug) when `cwd` lies in an agent worktree, else None."""
+class WorktreePlace(NamedTuple):
+    """Where a path lies in an agent worktree."""
+
+    top: str  # the repository's top level
+    slug: str
+    path: str  # the worktree's folder: `<top>/<agent folder>/<slug>`
+
+
+def worktree_of(cwd: str | Path) -> WorktreePlace | None:
+    """The agent worktree `cwd` lies in, or None."""
     text = str(cwd).rstrip("/") + "/"
     for folder in worktree_folders():
         top, found, rest = text.partition(f"/{folder}/")
         slug = rest.split("/", 1)[0]
         if found and slug:
-            return top or "/", slug
+            return WorktreePlace(top or "/", slug, f"{top}/{folder}/{slug}")
     return None
 
 

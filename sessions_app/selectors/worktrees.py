@@ -112,16 +112,7 @@ class WorktreeBadge:
 
 def worktree_badge(session: Session) -> WorktreeBadge | None:
     """The badge of a session that ran in an agent worktree ("removed" once it is gone)."""
-    found = worktree_of(session.cwd) if session.cwd else None
-    if found is None:
+    place = worktree_of(session.cwd) if session.cwd else None
+    if place is None:
         return None
-    top, slug = found
-    folder = next(
-        (
-            f"{top.rstrip('/')}/{a.worktree_folder}/{slug}"
-            for a in [agent_for(session.agent)]
-            if a.worktree_folder
-        ),
-        "",
-    )
-    return WorktreeBadge(slug, folder, bool(folder) and os.path.isdir(folder))
+    return WorktreeBadge(place.slug, place.path, os.path.isdir(place.path))

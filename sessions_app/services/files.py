@@ -101,17 +101,20 @@ def new_file(target: Path) -> Iterator[NewFile]:
 
 
 @contextlib.contextmanager
-def create_exclusive(target: Path, *, verify: Verify | None = None) -> Iterator[BinaryIO]:
+def create_exclusive(
+    target: Path, *, verify: Verify | None = None, mode: int = 0o600
+) -> Iterator[BinaryIO]:
     """Write a new file that appears under `target` only once complete and checked.
 
-    The data goes to a temporary file in the same folder (mode 0600), is fsynced,
+    The data goes to a temporary file in the same folder (`mode`, 0600 unless said), is fsynced,
     read back by `verify` (which raises to stop), then hard-linked to `target`,
     which fails if `target` exists: a crash never leaves a partial file under the
     final name, and nothing is overwritten.
     """
     temp = _temp_path(target)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
+        os.fchmod(fd, mode)  # the umask does not decide
         with os.fdopen(fd, "wb", buffering=1024 * 1024) as f:
             yield f
             f.flush()

@@ -21,6 +21,7 @@ from ...formats import agent_for
 from ...formats.worktrees import MARKER, InvalidSlug, check_slug, inside_agent_worktree, new_slug
 from ...models import Session
 from .. import git
+from ..files import append_durably, create_exclusive
 from ..git import Changes, GitError, NotARepository
 from .errors import WorktreeError, WorktreeExists, WorktreeRefused
 
@@ -154,22 +155,18 @@ def _add_line(path: Path, line: str) -> None:
         return
     except FileExistsError:
         pass
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb+") as f:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
         text = f.read()
-        present = {raw.strip() for raw in text.decode("utf-8", "replace").splitlines()}
-        if line in present or line.rstrip("/") in present or "/" + line in present:
-            return
-        prefix = b"" if not text or text.endswith(b"\n") else b"\n"
-        f.write(prefix + line.encode() + b"\n")
-        f.flush()
-        os.fsync(f.fileno())
+    present = {raw.strip() for raw in text.decode("utf-8", "replace").splitlines()}
+    if line in present or line.rstrip("/") in present or "/" + line in present:
+        return
+    prefix = b"" if not text or text.endswith(b"\n") else b"\n"
+    append_durably(path, prefix + line.encode() + b"\n")
 
 
 def _create(path: Path, data: bytes) -> None:
-    """A new file with `data`; FileExistsError if anything is there already."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb") as f:
+    """A new file with `data` (readable by all, as git's own files are); FileExistsError if
+    anything is there already."""
+    with create_exclusive(path, mode=0o644) as f:
         f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
