@@ -28,6 +28,8 @@ class Project(models.Model):
     class Meta:
         indexes = [models.Index(fields=["-last_activity"], name="project_activity")]
 
+    worktree: object  # set on the projects list: selectors.worktrees.grouped_with_worktrees
+
     def __str__(self) -> str:
         return self.path or self.folder
 

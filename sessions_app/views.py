@@ -18,7 +18,12 @@ from .lineage import lineage_svg
 from .models import Project, Session
 from .permissions import can_manage_worktrees, can_write
 from .resume import resume_command
-from .selectors.worktrees import project_worktrees, worktree_badge, worktree_possible
+from .selectors.worktrees import (
+    grouped_with_worktrees,
+    project_worktrees,
+    worktree_badge,
+    worktree_possible,
+)
 from .services.roots import UnsafePath, open_regular
 from .transcript import PAGE_LIMITS, Page, RawRecord, build_page, build_turns, full_item
 
@@ -57,7 +62,7 @@ def _search(request: HttpRequest) -> str:
 def project_list(request: HtmxHttpRequest) -> HttpResponse:
     """Every project, most recently active first, with a filter box."""
     query = _search(request)
-    projects = selectors.projects_for_dashboard(query=query)
+    projects = grouped_with_worktrees(selectors.projects_for_dashboard(query=query))
     template = "sessions_app/project_list.html"
     if request.htmx:
         template += "#project-list"

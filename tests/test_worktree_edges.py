@@ -188,3 +188,20 @@ def test_the_project_page_lists_worktrees_and_removes_one(
     # Only agent worktrees: anything else is refused, nothing removed.
     other = client.post(url, {"path": str(repo)}, follow=True).content.decode()
     assert "not in an agent worktree folder" in other and repo.is_dir()
+
+
+def test_a_worktrees_project_is_listed_under_its_repositorys(
+    client: Client, source: Session, repo: Path, tmp_path: Path
+) -> None:
+    other = claude_session(tmp_path / "claude-projects", make_repo(tmp_path / "code" / "zzz"))
+    call_command(
+        "fork_session", str(source.session_id), "--worktree", "nested", stdout=io.StringIO()
+    )
+    new = Session.objects.get(parent=source)
+    page = client.get("/").content.decode()
+    main_at = page.index(f'href="/projects/{source.project_id}/"')
+    worktree_at = page.index(f'href="/projects/{new.project_id}/"')
+    other_at = page.index(f'href="/projects/{other.project_id}/"')
+    # Right after its repository's project, whatever the order of activity says.
+    assert main_at < worktree_at and not main_at < other_at < worktree_at
+    assert f"worktree nested of {repo}" in page

@@ -21,6 +21,7 @@ from sessions_app.services.worktrees import (
     WorktreeError,
     WorktreeExists,
     WorktreeRefused,
+    stale_worktrees_remove,
     worktree_fork,
     worktree_remove,
 )
@@ -387,3 +388,33 @@ def test_git_is_found_without_the_callers_git_variables(
     assert run("branch", "--list", "worktree-env", cwd=other) == ""
     assert run("worktree", "list", "--porcelain", cwd=other).count("worktree ") == 1
     shutil.rmtree(other)
+
+
+def test_stale_agent_worktrees_are_removed_and_anything_in_doubt_kept(repo: Path) -> None:
+    old = time.time() - 40 * 86400
+    # The repository's one commit is 40 days old.
+    dates = {"GIT_COMMITTER_DATE": f"@{int(old)}", "GIT_AUTHOR_DATE": f"@{int(old)}"}
+    subprocess.run(
+        ["git", "commit", "-q", "--amend", "--no-edit"],
+        cwd=repo,
+        env={**os.environ, **dates},
+        check=True,
+    )
+    folder = repo / ".claude" / "worktrees"
+    made = {}
+    for slug in ("agent-0000001", "agent-0000002", "agent-0000003", "agent-0000004", "mine-old"):
+        made[slug] = folder / slug
+        run("worktree", "add", "-q", "-b", f"wt-{slug}", str(made[slug]), cwd=repo)
+    (made["agent-0000002"] / "wip.txt").write_text("uncommitted\n")
+    commit(made["agent-0000003"], "own.py", "z = 3\n", "a commit of its own")
+    for slug, path in made.items():
+        if slug != "agent-0000004":  # this one was touched today
+            os.utime(path, (old, old))
+
+    outcome = {path.name: said for path, said in stale_worktrees_remove(repo)}
+
+    assert outcome["agent-0000001"].startswith("removed the worktree")
+    assert not made["agent-0000001"].exists()
+    for kept in ("agent-0000002", "agent-0000003", "agent-0000004"):
+        assert outcome[kept] == "kept: not stale" and made[kept].is_dir()
+    assert "mine-old" not in outcome and made["mine-old"].is_dir()  # not an agent's

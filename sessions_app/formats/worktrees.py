@@ -17,6 +17,8 @@ SLUG_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 # The CLIs' own short-lived worktrees: `agent-` and 7 hex digits. The prefix is theirs.
 AGENT_SLUG_RE = re.compile(r"agent-[0-9a-f]{7}")
 RESERVED_PREFIX = "agent-"
+# An agent's own worktree this old (in days), with nothing in it, is stale.
+STALE_DAYS = 30
 # The file in a worktree that says who made it (kept out of `git add -A`).
 MARKER = ".branchboard-worktree.json"
 
@@ -51,6 +53,18 @@ def new_slug() -> str:
 def is_agent_slug(slug: str) -> bool:
     """Whether a worktree is one of the CLIs' short-lived agent worktrees."""
     return AGENT_SLUG_RE.fullmatch(slug) is not None
+
+
+def is_stale(slug: str, *, age_days: float | None, dirty: bool | None, unique: int) -> bool:
+    """An agent worktree (`agent-` + 7 hex) untouched for STALE_DAYS, with no uncommitted
+    change and no commit of its own; anything unknown (None) is not stale."""
+    return (
+        is_agent_slug(slug)
+        and age_days is not None
+        and age_days > STALE_DAYS
+        and dirty is False
+        and unique == 0
+    )
 
 
 def worktree_folders() -> list[str]:

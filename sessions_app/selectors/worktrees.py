@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import os
-import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db.models import Q
 
 from ..formats import agent_for
-from ..formats.worktrees import is_agent_slug, worktree_of
+from ..formats.worktrees import is_stale, worktree_of
 from ..models import Project, Session
 from ..services import git
-from ..services.git import Changes, GitError, read_marker
-
-# An agent's own worktree this old, with nothing in it, is marked stale.
-STALE_DAYS = 30
+from ..services.git import Changes, GitError, age_days, read_marker
 
 
 def worktree_possible(session: Session) -> bool:
@@ -72,22 +69,10 @@ def _row(entry: git.WorktreeEntry) -> WorktreeRow:
         when = git.last_commit_time(path, "HEAD")
     except GitError:
         found, unique, when = None, 0, None
-    try:
-        made = os.stat(path).st_mtime
-    except OSError:
-        made = None
-    start = made or when
-    age = (time.time() - start) / 86400 if start else None
+    age = age_days(path, when)
     agent_made = worktree_of(str(path)) is not None
-    stale = bool(
-        agent_made
-        and is_agent_slug(path.name)
-        and age is not None
-        and age > STALE_DAYS
-        and found is not None
-        and not found.dirty
-        and unique == 0
-    )
+    dirty = found.dirty if found is not None else None
+    stale = agent_made and is_stale(path.name, age_days=age, dirty=dirty, unique=unique)
     return WorktreeRow(
         path=path,
         branch=entry.branch,
@@ -116,3 +101,23 @@ def worktree_badge(session: Session) -> WorktreeBadge | None:
     if place is None:
         return None
     return WorktreeBadge(place.slug, place.path, os.path.isdir(place.path))
+
+
+def grouped_with_worktrees(projects: Iterable[Project]) -> list[Project]:
+    """The projects in order, each agent worktree's project moved right after its main
+    repository's (when that is listed too) and given `worktree` (a `WorktreePlace`)."""
+    listed = list(projects)
+    by_path = {(p.agent, p.path.rstrip("/")): p for p in listed if p.path}
+    under: dict[int, list[Project]] = {}
+    for project in listed:
+        project.worktree = worktree_of(project.path) if project.path else None
+        main = by_path.get((project.agent, project.worktree.top)) if project.worktree else None
+        if main is not None and main is not project:
+            under.setdefault(main.pk, []).append(project)
+    moved = {p.pk for group in under.values() for p in group}
+    out: list[Project] = []
+    for project in listed:
+        if project.pk not in moved:
+            out.append(project)
+            out.extend(under.get(project.pk, []))
+    return out

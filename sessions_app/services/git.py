@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -213,3 +214,13 @@ def read_marker(worktree: Path) -> dict:
     except (OSError, orjson.JSONDecodeError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def age_days(worktree: Path, head_time: int | None) -> float | None:
+    """Days since the working tree last changed: its folder or its HEAD commit, the newer."""
+    try:
+        changed = os.stat(worktree).st_mtime
+    except OSError:
+        return None
+    newest = max(changed, head_time or 0)
+    return (time.time() - newest) / 86400

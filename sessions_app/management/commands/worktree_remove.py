@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from sessions_app.management.refusing import JSON_HELP, refuse
 from sessions_app.services.audit import actor_of_command, audit_record
 from sessions_app.services.branching import BranchError
-from sessions_app.services.worktrees import worktree_remove
+from sessions_app.services.worktrees import stale_worktrees_remove, worktree_remove
 
 
 class Command(BaseCommand):
@@ -23,7 +23,17 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path", help="the worktree's folder")
+        parser.add_argument(
+            "path",
+            help="the worktree's folder; with --stale, any folder of the repository",
+        )
+        parser.add_argument(
+            "--stale",
+            action="store_true",
+            help="remove every stale agent worktree (agent- and 7 hex digits, untouched for "
+            "30 days, no uncommitted change, no commit of its own) of PATH's repository; "
+            "any it cannot vouch for is kept",
+        )
         parser.add_argument(
             "--discard", action="store_true", help="throw its uncommitted changes away"
         )
@@ -35,6 +45,9 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["stale"]:
+            self._stale(Path(options["path"]), as_json=options["json"])
+            return
         try:
             removal = worktree_remove(
                 Path(options["path"]), discard=options["discard"], live_ok=options["live_ok"]
@@ -59,3 +72,27 @@ class Command(BaseCommand):
             self.stdout.write(orjson.dumps(body).decode())
             return
         self.stdout.write(removal.describe())
+
+    def _stale(self, folder: Path, *, as_json: bool) -> None:
+        try:
+            done = stale_worktrees_remove(folder)
+        except BranchError as exc:
+            refuse(self, exc, as_json=as_json)
+        for path, said in done:
+            if not said.startswith("kept"):
+                audit_record(
+                    actor=actor_of_command(),
+                    action="worktree_remove",
+                    session=None,
+                    result=None,
+                    turn=None,
+                    detail=said,
+                )
+        if as_json:
+            rows = [{"path": str(path), "outcome": said} for path, said in done]
+            self.stdout.write(orjson.dumps(rows).decode())
+            return
+        for path, said in done:
+            self.stdout.write(f"{path}: {said}")
+        if not done:
+            self.stdout.write("no agent worktrees in this repository")

@@ -31,7 +31,7 @@ from ..branching.inputs import ForkInput
 from ..git import GitError, read_marker
 from .creating import WorktreePlan, make_worktree, plan_worktree, write_marker
 from .errors import NeedsConfirmation, NotAWorktree, WorktreeError, WorktreeExists, WorktreeRefused
-from .removing import Removal, worktree_remove
+from .removing import Removal, stale_worktrees_remove, worktree_remove
 
 __all__ = [
     "MARKER",
@@ -50,6 +50,7 @@ __all__ = [
     "is_agent_slug",
     "new_slug",
     "read_marker",
+    "stale_worktrees_remove",
     "worktree_fork",
     "worktree_plan",
     "worktree_remove",

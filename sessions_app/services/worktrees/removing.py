@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...formats.worktrees import worktree_folders
+from ...formats.worktrees import is_agent_slug, is_stale, worktree_folders, worktree_of
 from ...models import Session
 from .. import git
 from ..branching.guards import own_write
@@ -117,3 +117,35 @@ def _live_session(path: Path) -> Session | None:
     if session.own_write == own_write(st):
         return None  # the dashboard wrote it last (the fork itself), not a running CLI
     return session if time.time() - st.st_mtime < LIVE_SECONDS else None
+
+
+def stale_worktrees_remove(folder: Path) -> list[tuple[Path, str]]:
+    """Remove every stale agent worktree of the repository `folder` is in.
+
+    Each goes through `worktree_remove`'s guards; one whose state cannot be read, or
+    that a guard stops, is left where it is (fails closed). Returns (path, what
+    happened) for each agent worktree looked at.
+    """
+    try:
+        entries = git.worktrees(folder)
+    except GitError as exc:
+        raise WorktreeError(f"{exc}; nothing was removed") from None
+    done: list[tuple[Path, str]] = []
+    for entry in entries:
+        if entry.main or worktree_of(entry.path) is None or not is_agent_slug(entry.path.name):
+            continue
+        try:
+            found = git.changes(entry.path)
+            unique = git.unique_commits(entry.path, entry.branch) if entry.branch else 0
+            age = git.age_days(entry.path, git.last_commit_time(entry.path, "HEAD"))
+        except GitError as exc:
+            done.append((entry.path, f"kept: its state could not be read ({exc})"))
+            continue
+        if not is_stale(entry.path.name, age_days=age, dirty=found.dirty, unique=unique):
+            done.append((entry.path, "kept: not stale"))
+            continue
+        try:
+            done.append((entry.path, worktree_remove(entry.path).describe()))
+        except WorktreeError as exc:
+            done.append((entry.path, f"kept: {exc}"))
+    return done
