@@ -78,7 +78,7 @@ class Command(BaseCommand):
             done = stale_worktrees_remove(folder)
         except BranchError as exc:
             refuse(self, exc, as_json=as_json)
-        for path, said in done:
+        for _path, said in done:
             if not said.startswith("kept"):
                 audit_record(
                     actor=actor_of_command(),
