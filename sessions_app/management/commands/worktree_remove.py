@@ -95,4 +95,4 @@ class Command(BaseCommand):
         for path, said in done:
             self.stdout.write(f"{path}: {said}")
         if not done:
-            self.stdout.write("no agent worktrees in this repository")
+            self.stdout.write("no CLI agent worktrees (agent- and 7 hex digits) in this repository")
