@@ -79,24 +79,33 @@ def fork(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
             if not can_manage_worktrees(request.user):
                 raise PermissionDenied("You may not fork into git worktrees.")
             worktree = request.POST.get("worktree_name", "").strip()
-        new, plan, detail = fork_where_asked(
+        forked = fork_where_asked(
             session=session,
             asked=asked,
             worktree=worktree,
             leave_changes=bool(request.POST.get("leave_changes")),
+            with_files=bool(request.POST.get("with_files")),
         )
     except BranchError as error:
         retry = request.POST if isinstance(error, NeedsConfirmation) else None
         return _failed(request, session, error, retry=retry)
+    new, plan = forked.session, forked.plan
     actor = actor_of_request(request, origin=PAGE)
     audit_record(
-        actor=actor, action=new.kind, session=session, result=new, turn=asked.turn, detail=detail
+        actor=actor,
+        action=new.kind,
+        session=session,
+        result=new,
+        turn=asked.turn,
+        detail=forked.detail,
     )
     where = f" in the new worktree {plan.path} (branch {plan.branch})" if plan else ""
     messages.success(
         request,
         f"Created “{new.title}” ({new.session_id}){where}. Resume it with: {resume_command(new)}",
     )
+    if forked.restored is not None:
+        messages.info(request, forked.restored.describe())
     url = reverse("sessions:session_detail", args=[new.session_id])
     if not asked.include_turn:
         url += "?edit=1"

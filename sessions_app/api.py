@@ -171,19 +171,26 @@ def session_fork_view(request: ApiRequest, session: Session) -> HttpResponse:
         fresh = {"session_id": None, "turn": start.turn, "prompt": start.prompt}
         return JsonResponse({**fresh, "command": start.command})
     worktree = _worktree_input(request, data.get("worktree"))
-    new, plan, detail = fork_where_asked(
+    forked = fork_where_asked(
         session=session,
         asked=asked,
         worktree=worktree,
         leave_changes=flag_input(data.get("leave_changes"), name="leave_changes", default=False),
+        with_files=flag_input(data.get("with_files"), name="with_files", default=False),
     )
+    new = forked.session
     actor = actor_of_request(request, origin=API)
     audit_record(
-        actor=actor, action=new.kind, session=session, result=new, turn=asked.turn, detail=detail
+        actor=actor,
+        action=new.kind,
+        session=session,
+        result=new,
+        turn=asked.turn,
+        detail=forked.detail,
     )
     body: dict[str, Any] = session_json(new)
-    if plan is not None:
-        body["worktree"] = {"path": str(plan.path), "branch": plan.branch, "base": plan.base}
+    if forked.plan is not None:
+        body["worktree"] = forked.worktree_json()
     if not asked.include_turn and asked.turn is not None:
         body["prompt"] = selectors.turn_prompt_text(session, asked.turn)
     return JsonResponse(body, status=201)

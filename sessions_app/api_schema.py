@@ -157,6 +157,14 @@ OPENAPI: dict = {
                                         "description": "with worktree: go on although the "
                                         "source's working tree has uncommitted changes",
                                     },
+                                    "with_files": {
+                                        "type": "boolean",
+                                        "default": False,
+                                        "description": "with worktree: put the files Claude "
+                                        "Code edited back as they were at the turn, from its "
+                                        "file backups; the answer's `worktree.files` lists "
+                                        "`restored`, `removed`, `no_backup` and `skipped`",
+                                    },
                                 },
                             }
                         }

@@ -19,6 +19,7 @@ from .models import Project, Session
 from .permissions import can_manage_worktrees, can_write
 from .resume import resume_command
 from .selectors.worktrees import (
+    file_backups_kept,
     grouped_with_worktrees,
     project_worktrees,
     worktree_badge,
@@ -146,6 +147,9 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         "can_write": can_write(request.user),
         "can_worktree": can_manage_worktrees(request.user) and worktree_possible(session),
     }
+    if context["can_worktree"]:
+        context["file_backups"] = file_backups_kept(session)
+        context["agent_label"] = session.agent_profile.label
     template = "sessions_app/transcript.html"
     if request.htmx and (after or start[0]):
         template += "#turn-page"

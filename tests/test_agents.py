@@ -50,6 +50,7 @@ DATA = (
     "subagent_files",
     "leaf_rule",
     "worktree_folder",
+    "file_history_folder",
 )
 FUNCTIONS = (
     "parse_line",

@@ -32,7 +32,8 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   one agent may use: the layout is how discovery tells agents apart),
   `subagent_files` (whether `agent-*.jsonl` files are subagent transcripts) and
   `leaf_rule` (NEWEST_LEAF or LAST_RECORD: where the CLI resumes), and optionally
-  `worktree_folder` (where the CLI makes git worktrees under a repository's top
+  `file_history_folder` (where the CLI keeps its file backups, beside its
+  projects folder), `worktree_folder` (where the CLI makes git worktrees under a repository's top
   level, e.g. `.claude/worktrees`; "" when it makes none).
 
 `tests/fake_agent.py` is such a module, and `tests/test_agents.py` imports, shows,
@@ -108,6 +109,9 @@ class Agent:
     # Where the CLI keeps its git worktrees, relative to the repository's top level
     # ("" when it has none: forking into a worktree is then refused).
     worktree_folder: str = ""
+    # The folder beside the session root where the CLI keeps backups of the files
+    # it edited, one subfolder per session id ("" when it keeps none).
+    file_history_folder: str = ""
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:

@@ -291,9 +291,9 @@ AGENT: Agent = Agent(
     assistant_parts=assistant_parts,
     tool_results=tool_results,
     title_line=title_line,
-    # Claude Code writes nothing for a rewind: the file is rewritten after a backup.
-    rewind_line=None,
+    rewind_line=None,  # the CLI writes nothing for a rewind: a rewrite after a backup
     worktree_folder=".claude/worktrees",
+    file_history_folder="file-history",
 )
 
 # The selective decoder uses the rules above, so it is bound last.

@@ -15,7 +15,7 @@ FORK = "fork"
 REWIND = "rewind"
 
 # Bookkeeping that names records it belongs to; copied only if they are kept.
-REFERRING_TYPES = frozenset({"file-history-snapshot", "summary"})
+REFERRING_TYPES = frozenset({"file-history-snapshot", "file-history-delta", "summary"})
 # Bookkeeping about the whole session, kept by a rewind wherever it sits.
 SESSION_LEVEL_TYPES = frozenset({"custom-title", "agent-name", "mode", "permission-mode", "tag"})
 # Never copied: a stale pointer at a leaf would steer the CLI's resume.
@@ -60,8 +60,9 @@ def refers_to_kept(raw: bytes, kept: set[str]) -> bool:
         return False
     if not isinstance(data, dict):
         return False
-    refs = [data.get(k) for k in ("leafUuid", "messageId")]
-    refs = [r for r in refs if isinstance(r, str)]
+    # A file-history delta names its prompt's snapshot; its `messageId` is a reply's.
+    message = data.get("snapshotMessageId", data.get("messageId"))
+    refs = [r for r in (data.get("leafUuid"), message) if isinstance(r, str)]
     return bool(refs) and all(r in kept for r in refs)
 
 

@@ -128,12 +128,20 @@ def create_exclusive(
 
 
 @contextlib.contextmanager
-def replace_atomically(target: Path, *, verify: Verify | None = None) -> Iterator[BinaryIO]:
-    """Rewrite `target`: a fsynced temporary file, read back by `verify`, renamed over it."""
+def replace_atomically(
+    target: Path, *, verify: Verify | None = None, mode: int | None = None
+) -> Iterator[BinaryIO]:
+    """Rewrite `target`: a fsynced temporary file, read back by `verify`, renamed over it.
+
+    The new file keeps `target`'s permissions unless `mode` says others; a link at
+    `target` is replaced, never followed.
+    """
     temp = _temp_path(target)
-    mode = os.lstat(target).st_mode & 0o777
+    if mode is None:
+        mode = os.lstat(target).st_mode & 0o777
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb", buffering=1024 * 1024) as f:
             yield f
             f.flush()

@@ -15,6 +15,8 @@ Scripted replies, decided from the last message of the conversation:
 
 * last user text contains `RUN: <command>` -> a tool call to the shell tool
   (`Bash` for Claude, the tool whose name is `run_shell_command` for Qwen);
+* last user text contains `WRITE: <absolute path> :: <content>` -> a call to
+  Claude's `Write` tool (Claude only: it keeps file-history backups);
 * last message is a tool result -> text `done: <first 40 chars of the result>`;
 * otherwise -> text `reply to: <the prompt text>`.
 
@@ -45,12 +47,14 @@ from typing import Any
 # Claude Code injects context into user turns as text blocks wrapped in these tags.
 _REMINDER_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _RUN_RE = re.compile(r"RUN:\s*(.+)")
+_WRITE_RE = re.compile(r"WRITE:\s*(\S+)\s*::\s*(.*)", re.DOTALL)
 
 # Phrases in the system prompt of helper agents that get tools but are not the
 # conversation (Qwen Code 0.24 runs a memory extractor after each turn).
 SIDE_AGENT_MARKERS = ("managed memory extraction subagent",)
 
 CLAUDE_SHELL_TOOL = "Bash"
+CLAUDE_WRITE_TOOL = "Write"
 QWEN_SHELL_TOOL = "run_shell_command"
 
 
@@ -262,6 +266,12 @@ def script(body: dict[str, Any], api: str) -> Reply:
     if kind == "tool_result":
         return Reply(text=f"done: {text.strip()[:40]}")
     tools = _tool_names(body)
+    write = _WRITE_RE.search(text)
+    if write and api == "anthropic" and CLAUDE_WRITE_TOOL in tools:
+        path, content = write.group(1), write.group(2).strip()
+        return Reply(
+            tool_name=CLAUDE_WRITE_TOOL, tool_input={"file_path": path, "content": content}
+        )
     match = _RUN_RE.search(text)
     if match and tools:
         command = match.group(1).strip()

@@ -47,6 +47,12 @@ class Command(BaseCommand):
             help="with --worktree: go on although the source's working tree has uncommitted "
             "changes (they are not in the new worktree)",
         )
+        parser.add_argument(
+            "--with-files",
+            action="store_true",
+            help="with --worktree: put the files Claude Code edited back as they were at the "
+            "turn, from its file backups, and list which were restored and which had none",
+        )
         parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -58,25 +64,27 @@ class Command(BaseCommand):
             if asked.fresh_start:
                 self._fresh_start(source, as_json=options["json"])
                 return
-            new, plan, detail = fork_where_asked(
+            forked = fork_where_asked(
                 session=source,
                 asked=asked,
                 worktree=options["worktree"],
                 leave_changes=options["leave_changes"],
+                with_files=options["with_files"],
             )
         except BranchError as exc:
             refuse(self, exc, as_json=options["json"])
+        new, plan = forked.session, forked.plan
         audit_record(
             actor=actor_of_command(),
             action=new.kind,
             session=source,
             result=new,
             turn=asked.turn,
-            detail=detail,
+            detail=forked.detail,
         )
         info = session_summary(new)
         if plan is not None:
-            info["worktree"] = {"path": str(plan.path), "branch": plan.branch, "base": plan.base}
+            info["worktree"] = forked.worktree_json()
         turn, before = asked.turn, not asked.include_turn
         if before and turn is not None:
             info["prompt"] = turn_prompt_text(source, turn)
@@ -87,6 +95,8 @@ class Command(BaseCommand):
         self.stdout.write(f"file:   {info['path']}")
         if plan is not None:
             self.stdout.write(f"worktree: {plan.path} (branch {plan.branch}, from {plan.base})")
+        if forked.restored is not None:
+            self.stdout.write(forked.restored.describe(limit=None))
         self.stdout.write(f"resume: {info['resume_command']}")
         if before:
             self.stdout.write(f"\nprompt of turn {turn}, to edit and send:\n{info['prompt']}")

@@ -55,6 +55,7 @@ __all__ = [
     "TargetExists",
     "UnknownSession",
     "WriteCheckFailed",
+    "refusing_on_stale",
     "session_fork",
     "session_lookup",
     "session_rewind",
@@ -73,7 +74,7 @@ def session_lookup(*, ref: str) -> Session:
 
 
 @contextmanager
-def _refusing_on_stale(session: Session) -> Iterator[None]:
+def refusing_on_stale(session: Session) -> Iterator[None]:
     """A stale index or an unreadable file becomes a refusal; a stale index is re-imported."""
     try:
         yield
@@ -105,13 +106,13 @@ def session_fork(
 
     `elsewhere`: the new session goes on in another folder (see `Elsewhere`).
     """
-    with _refusing_on_stale(session):
+    with refusing_on_stale(session):
         return fork(session, turn, include_turn, title, elsewhere)
 
 
 def session_rewind(*, session: Session, turn: int) -> Session:
     """Rewind the session in place so that the CLI resumes after turn `turn - 1`."""
-    with _refusing_on_stale(session):
+    with refusing_on_stale(session):
         check_paths(session)
         check_turn(session, turn, lowest=2)
         check_readable(session)
@@ -122,6 +123,6 @@ def session_rewind(*, session: Session, turn: int) -> Session:
 
 def session_rewind_undo(*, session: Session) -> Session:
     """Bring a rewound session back to exactly what it was before the rewind."""
-    with _refusing_on_stale(session):
+    with refusing_on_stale(session):
         check_paths(session)
         return undo(session)

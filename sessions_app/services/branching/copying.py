@@ -8,7 +8,7 @@ stream from the database and bytes are read a large block at a time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, Protocol
 
 import orjson
@@ -99,7 +99,9 @@ def write_kept(
     length and CRC-32 are taken from the bytes written, for the new index. `edit`
     changes each restamped line further (a fork into another folder).
     """
-    kept: set[str] = set()
+    # Bookkeeping refers to prompts (a file-history snapshot's `messageId`), and
+    # may come before the prompt it names: the prompts kept are known up front.
+    kept = kept_prompts(session, cut=cut)
     last_uuid = None
     source_id = str(session.session_id)
     # Pieces gather in a buffer written out in large blocks: one write call per
@@ -116,10 +118,6 @@ def write_kept(
                 continue
             if row.uuid and not row.sidechain:
                 last_uuid = row.uuid
-                if row.raw_type == "user":
-                    # Bookkeeping refers to prompts (file-history-snapshot.messageId);
-                    # remembering only user records keeps this set small.
-                    kept.add(row.uuid)
             start = len(pending)
             if new_id is None:
                 write(raw if raw.endswith(b"\n") else raw + b"\n")
@@ -144,6 +142,12 @@ def write_kept(
     return last_uuid
 
 
+def kept_prompts(session: Session, *, cut: int) -> set[str]:
+    """The uuids of the user records a cut after turn `cut` keeps (what bookkeeping names)."""
+    chosen = session.records.active().through(cut).filter(raw_type="user", sidechain=False)
+    return set(chosen.exclude(uuid="").values_list("uuid", flat=True).iterator(chunk_size=5000))
+
+
 def intended_prompts(session: Session, *, cut: int) -> list[str]:
     """The (bounded) prompt text of turns 1..cut, as the index holds them."""
     return list(
@@ -153,12 +157,19 @@ def intended_prompts(session: Session, *, cut: int) -> list[str]:
 
 def read_record(session: Session, offset: int, length: int, digest: int) -> bytes:
     """One record's bytes, checked against the index (`StaleIndex` when they differ)."""
+    return next(read_records(session, [(offset, length, digest)]))
+
+
+def read_records(session: Session, rows: Iterable[tuple[int, int, int]]) -> Iterator[bytes]:
+    """The bytes of records given as (offset, length, digest), the file opened once, each
+    checked against the index (`StaleIndex` when one differs)."""
     with open_regular(session.path, root=session.project.root) as f:
-        f.seek(offset)
-        raw = f.read(length)
-    if len(raw) != length or crc32(raw) != digest:
-        raise StaleIndex(session.path)
-    return raw
+        for offset, length, digest in rows:
+            f.seek(offset)
+            raw = f.read(length)
+            if len(raw) != length or crc32(raw) != digest:
+                raise StaleIndex(session.path)
+            yield raw
 
 
 def base_fields(session: Session) -> dict:

@@ -5,8 +5,9 @@ remove`, `branch -d`) and the only writer of files inside a repository (the
 agent folder's `.gitignore`, the worktree's marker and `info/exclude` line).
 Nothing outside the new worktree and those two files is ever written.
 
-Modules, one rule each: `errors`, `creating` (plan, then make), `removing` (the
-guards of a removal). Worktree names and folders are `formats.worktrees`; reading
+Modules, one rule each: `errors`, `creating` (plan, then make), `restoring` (the
+files as they were at the fork's turn, from Claude Code's backups), `removing`
+(the guards of a removal). Worktree names and folders are `formats.worktrees`; reading
 git is `services.git`; the project page's panel is `selectors.worktrees`.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...formats import agent_for
+from ...formats.file_history import State
 from ...formats.worktrees import (
     MARKER,
     InvalidSlug,
@@ -26,19 +28,22 @@ from ...formats.worktrees import (
 )
 from ...models import Session
 from .. import git
-from ..branching import Elsewhere, session_fork
+from ..branching import Elsewhere, refusing_on_stale, session_fork
 from ..branching.inputs import ForkInput
 from ..git import GitError, read_marker
 from .creating import WorktreePlan, make_worktree, plan_worktree, write_marker
 from .errors import NeedsConfirmation, NotAWorktree, WorktreeError, WorktreeExists, WorktreeRefused
 from .removing import Removal, stale_worktrees_remove, worktree_remove
+from .restoring import Restoration, read_state, restore_files, restore_point
 
 __all__ = [
     "MARKER",
+    "Forked",
     "InvalidSlug",
     "NeedsConfirmation",
     "NotAWorktree",
     "Removal",
+    "Restoration",
     "WorktreeError",
     "WorktreeExists",
     "WorktreeFork",
@@ -63,6 +68,7 @@ class WorktreeFork:
 
     session: Session
     plan: WorktreePlan
+    restored: Restoration | None = None  # the files as they were at the turn, when asked
 
 
 def worktree_plan(session: Session, slug: str | None = None) -> WorktreePlan:
@@ -81,12 +87,15 @@ def worktree_fork(
     title: str | None = None,
     slug: str | None = None,
     leave_changes: bool = False,
+    with_files: bool = False,
 ) -> WorktreeFork:
     """Branch or fork `session` into a new git worktree of its repository.
 
     Uncommitted changes of the source's working tree are not in the worktree: with
     any, `leave_changes` must say that this is understood (NeedsConfirmation).
-    If the fork fails, the worktree and its branch just made are removed again.
+    `with_files`: the files Claude Code edited are put back as they were at the
+    turn, from its backups (see `restoring`). If anything fails, the worktree and
+    its branch just made are removed again.
     """
     plan = worktree_plan(session, slug)
     if plan.changes.dirty and not leave_changes:
@@ -94,9 +103,24 @@ def worktree_fork(
             f"the working tree {plan.top} has uncommitted changes ({plan.changes.describe()}); "
             f"they will not be in the new worktree, which starts from {plan.base}: confirm to go on"
         )
+    restored: Restoration | None = None
+    state: State | None = None
+    if with_files:
+        point = restore_point(session, turn=turn, include_turn=include_turn)
+        with refusing_on_stale(session):
+            state, reason = read_state(session, point)
+        restored = Restoration(point.label, reason=reason)
     agent = agent_for(session.agent)
     make_worktree(plan, agent_name=session.agent)
     try:
+        if restored is not None and state is not None:
+            try:
+                restored = restore_files(session, plan, state, restored.point)
+            except OSError as exc:
+                raise WorktreeError(
+                    f"the files could not be restored into {plan.path} ({exc}); "
+                    "the worktree was taken back"
+                ) from None
         elsewhere = Elsewhere(
             project_folder=Path(session.project.root) / agent.project_folder_name(str(plan.cwd)),
             old_top=plan.old_top,
@@ -120,7 +144,7 @@ def worktree_fork(
             f"the fork {new.session_id} is in {plan.path}, but its marker could not be "
             f"written ({exc})"
         ) from None
-    return WorktreeFork(new, plan)
+    return WorktreeFork(new, plan, restored)
 
 
 def _unmake(plan: WorktreePlan) -> None:
@@ -132,19 +156,49 @@ def _unmake(plan: WorktreePlan) -> None:
         pass  # the first error is the one the user needs to see
 
 
+@dataclass(frozen=True)
+class Forked:
+    """What `fork_where_asked` made: the new session, its worktree if any, the audit's detail."""
+
+    session: Session
+    plan: WorktreePlan | None = None
+    restored: Restoration | None = None
+    detail: str = ""
+
+    def worktree_json(self) -> dict | None:
+        """The worktree as the API and `fork_session --json` give it."""
+        if self.plan is None:
+            return None
+        plan = self.plan
+        info: dict = {"path": str(plan.path), "branch": plan.branch, "base": plan.base}
+        if self.restored is not None:
+            info["files"] = self.restored.as_json()
+        return info
+
+
 def fork_where_asked(
-    *, session: Session, asked: ForkInput, worktree: str | None, leave_changes: bool = False
-) -> tuple[Session, WorktreePlan | None, str]:
+    *,
+    session: Session,
+    asked: ForkInput,
+    worktree: str | None,
+    leave_changes: bool = False,
+    with_files: bool = False,
+) -> Forked:
     """A fork beside its source (`worktree` None) or into a new worktree (`worktree` its
-    name, "" to make one up): the new session, the worktree's plan, and the audit's detail.
+    name, "" to make one up), with its files as they were at the turn if `with_files`.
 
     The one entry for the pages, the API and `fork_session`.
     """
     if worktree is None:
+        if with_files:
+            raise WorktreeRefused(
+                "restoring the files needs a new worktree to put them in: "
+                "nothing outside one is ever written"
+            )
         new = session_fork(
             session=session, turn=asked.turn, include_turn=asked.include_turn, title=asked.title
         )
-        return new, None, ""
+        return Forked(new)
     made = worktree_fork(
         session=session,
         turn=asked.turn,
@@ -152,6 +206,11 @@ def fork_where_asked(
         title=asked.title,
         slug=worktree or None,
         leave_changes=leave_changes,
+        with_files=with_files,
     )
     plan = made.plan
-    return made.session, plan, f"worktree {plan.path} on branch {plan.branch} from {plan.base}"
+    detail = f"worktree {plan.path} on branch {plan.branch} from {plan.base}"
+    if made.restored is not None:
+        count = len(made.restored.restored) + len(made.restored.removed)
+        detail += f"; files {made.restored.point}: {count} restored or removed"
+    return Forked(made.session, plan, made.restored, detail)
