@@ -252,6 +252,9 @@ def claude_env(home: Path, fm: FakeModel) -> dict[str, str]:
             "CLAUDE_CODE_ENABLE_TELEMETRY": "0",
             "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
             "IS_SANDBOX": "1",
+            # Keep file-history backups in -p mode too, as the interactive CLI does
+            # by default: the sessions then carry checkpoint records like real ones.
+            "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING": "1",
         }
     )
     return env
