@@ -40,3 +40,29 @@ def test_fork_into_a_worktree_and_remove_it(
     expect(page.locator(".message")).to_contain_text(f"Removed the worktree {path}")
     assert not path.exists()
     assert run("branch", "--list", "worktree-in-browser", cwd=repo) == ""
+
+
+def test_fork_into_a_worktree_with_the_files_of_that_turn(
+    page: Page, live_server, transactional_db: None, tmp_path: Path
+) -> None:
+    from tests.test_worktree_files import Story
+
+    repo = make_repo(tmp_path / "code" / "app")
+    (repo / "a.txt").write_text("a committed\n")
+    run("add", "-A", cwd=repo)
+    run("commit", "-qm", "a", cwd=repo)
+    story = Story(tmp_path / "claude" / "projects", repo)
+    page.goto(f"{live_server.url}/sessions/{story.sid}/")
+
+    page.get_by_text("Fork into a new git worktree…").click()
+    form = page.locator("#worktree-form")
+    expect(form.locator("#worktree-with-files")).to_be_checked()
+    form.locator("input[name=turn]").fill("1")
+    form.locator("input[name=worktree_name]").fill("with-files")
+    form.locator("#worktree-fork").click()
+
+    expect(page.locator(".message").last).to_contain_text(
+        "Files as they were after turn 1: 2 restored: a.txt, b.txt."
+    )
+    path = repo / ".claude" / "worktrees" / "with-files"
+    assert (path / "a.txt").read_text() == "a after turn 1\n"
