@@ -90,15 +90,7 @@ def fork(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
         retry = request.POST if isinstance(error, NeedsConfirmation) else None
         return _failed(request, session, error, retry=retry)
     new, plan = forked.session, forked.plan
-    actor = actor_of_request(request, origin=PAGE)
-    audit_record(
-        actor=actor,
-        action=new.kind,
-        session=session,
-        result=new,
-        turn=asked.turn,
-        detail=forked.detail,
-    )
+    forked.audit(actor_of_request(request, origin=PAGE), source=session, turn=asked.turn)
     where = f" in the new worktree {plan.path} (branch {plan.branch})" if plan else ""
     messages.success(
         request,

@@ -179,15 +179,7 @@ def session_fork_view(request: ApiRequest, session: Session) -> HttpResponse:
         with_files=flag_input(data.get("with_files"), name="with_files", default=False),
     )
     new = forked.session
-    actor = actor_of_request(request, origin=API)
-    audit_record(
-        actor=actor,
-        action=new.kind,
-        session=session,
-        result=new,
-        turn=asked.turn,
-        detail=forked.detail,
-    )
+    forked.audit(actor_of_request(request, origin=API), source=session, turn=asked.turn)
     body: dict[str, Any] = session_json(new)
     if forked.plan is not None:
         body["worktree"] = forked.worktree_json()

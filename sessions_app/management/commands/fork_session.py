@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from sessions_app.management.refusing import JSON_HELP, refuse
 from sessions_app.selectors import session_summary, turn_prompt_text
-from sessions_app.services.audit import actor_of_command, audit_record
+from sessions_app.services.audit import actor_of_command
 from sessions_app.services.branching import BranchError
 from sessions_app.services.branching.inputs import fork_input
 from sessions_app.services.fresh_start import fresh_start
@@ -74,14 +74,7 @@ class Command(BaseCommand):
         except BranchError as exc:
             refuse(self, exc, as_json=options["json"])
         new, plan = forked.session, forked.plan
-        audit_record(
-            actor=actor_of_command(),
-            action=new.kind,
-            session=source,
-            result=new,
-            turn=asked.turn,
-            detail=forked.detail,
-        )
+        forked.audit(actor_of_command(), source=source, turn=asked.turn)
         info = session_summary(new)
         if plan is not None:
             info["worktree"] = forked.worktree_json()

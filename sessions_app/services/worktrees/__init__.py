@@ -28,6 +28,7 @@ from ...formats.worktrees import (
 )
 from ...models import Session
 from .. import git
+from ..audit import Actor, audit_record
 from ..branching import Elsewhere, refusing_on_stale, session_fork
 from ..branching.inputs import ForkInput
 from ..git import GitError, read_marker
@@ -164,6 +165,13 @@ class Forked:
     plan: WorktreePlan | None = None
     restored: Restoration | None = None
     detail: str = ""
+
+    def audit(self, actor: Actor, *, source: Session, turn: int | None) -> None:
+        """The audit entry of this fork (the same through every door)."""
+        new = self.session
+        audit_record(
+            actor=actor, action=new.kind, session=source, result=new, turn=turn, detail=self.detail
+        )
 
     def worktree_json(self) -> dict | None:
         """The worktree as the API and `fork_session --json` give it."""
