@@ -2,14 +2,14 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import actions, views
+from . import actions, transcript_pages, views
 
 app_name = "sessions"
 
 urlpatterns = [
     path("", views.project_list, name="project_list"),
     path("projects/<int:pk>/", views.project_detail, name="project_detail"),
-    path("sessions/<uuid:session_id>/", views.session_detail, name="session_detail"),
+    path("sessions/<uuid:session_id>/", transcript_pages.session_detail, name="session_detail"),
     path(
         "sessions/<uuid:session_id>/records/<int:line>/output/",
         views.record_output,
@@ -25,6 +25,7 @@ urlpatterns = [
         views.subagent,
         name="subagent",
     ),
+    path("sessions/<uuid:session_id>/live/", transcript_pages.session_live, name="session_live"),
     path("sessions/<uuid:session_id>/lineage/", views.lineage, name="lineage"),
     path("sessions/<uuid:session_id>/export.<str:fmt>", views.export, name="export"),
     path("sessions/<uuid:session_id>/fork/", actions.fork, name="fork"),

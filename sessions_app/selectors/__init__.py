@@ -17,6 +17,7 @@ from .lists import (
     SESSION_SORTS,
     listed_session,
     projects_for_dashboard,
+    session_lines,
     sessions_of_project,
     with_children_counts,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "page_records",
     "projects_for_dashboard",
     "record_at",
+    "session_lines",
     "session_summary",
     "sessions_of_project",
     "subagent_records",

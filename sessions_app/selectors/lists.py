@@ -27,6 +27,13 @@ def listed_session(session_id: uuid.UUID | str) -> Session | None:
     )
 
 
+def session_lines(session_id: uuid.UUID | str) -> int | None:
+    """How many lines of the session are imported (one small query), or None if unknown."""
+    found = Session.objects.listed().filter(session_id=session_id).values_list("line_count")
+    row = found.first()
+    return row[0] if row else None
+
+
 def projects_for_dashboard(*, query: str = "") -> QuerySet[Project]:
     """Projects with sessions, most recently active first, optionally filtered by path."""
     projects = Project.objects.filter(session_count__gt=0)

@@ -30,3 +30,84 @@
     area.remove();
   }
 })();
+
+// Live transcript: the tail of a page that shows a session's end is replaced as the
+// session grows (#live-tail polls). The reader keeps their place, what they opened
+// stays open, and a hint says when a new turn arrived below them.
+(function () {
+  "use strict";
+  let saved = null;
+  function nearBottom() {
+    const doc = document.documentElement;
+    return window.innerHeight + window.scrollY >= doc.scrollHeight - 48;
+  }
+  function turnCount() {
+    return document.querySelectorAll("#turns article.turn").length;
+  }
+  document.addEventListener("htmx:afterSwap", function (event) {
+    const target = event.detail.target;
+    if (target && target.id && target.id.indexOf("record-output-") === 0) {
+      target.setAttribute("data-expanded", "1"); // "Show all": kept across live updates
+    }
+  });
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    // A hidden tab does not poll (a trigger filter would need eval, which the CSP forbids).
+    if (event.detail.elt.id === "live-tail" && document.hidden) event.preventDefault();
+  });
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    const tail = event.detail.target;
+    if (!tail || tail.id !== "live-tail" || !event.detail.shouldSwap) return;
+    saved = {
+      atBottom: nearBottom(),
+      scrollY: window.scrollY,
+      turns: turnCount(),
+      open: Array.from(tail.querySelectorAll("details[open][id]"), function (d) { return d.id; }),
+      expanded: Array.from(tail.querySelectorAll("[data-expanded][id]"), function (el) {
+        return [el.id, el.innerHTML];
+      }),
+    };
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!saved) return;
+    const state = saved;
+    saved = null;
+    state.expanded.forEach(function (pair) {
+      const el = document.getElementById(pair[0]);
+      if (el) { el.innerHTML = pair[1]; el.setAttribute("data-expanded", "1"); htmx.process(el); }
+    });
+    state.open.forEach(function (id) {
+      const el = document.getElementById(id);
+      if (el && el.tagName === "DETAILS") el.open = true;
+    });
+    const added = turnCount() - state.turns;
+    if (state.atBottom) {
+      window.scrollTo(0, document.documentElement.scrollHeight);
+    } else {
+      window.scrollTo(0, state.scrollY);
+      if (added > 0) showHint(added);
+    }
+  });
+  function showHint(added) {
+    let hint = document.getElementById("new-turn-hint");
+    if (!hint) {
+      hint = document.createElement("button");
+      hint.type = "button";
+      hint.id = "new-turn-hint";
+      hint.className = "new-turn-hint";
+      hint.addEventListener("click", function () {
+        const turns = document.querySelectorAll("#turns article.turn");
+        const first = turns[turns.length - Number(hint.getAttribute("data-added"))];
+        (first || turns[turns.length - 1]).scrollIntoView({ block: "start" });
+        hint.remove();
+      });
+      document.body.appendChild(hint);
+    }
+    const total = added + Number(hint.getAttribute("data-added") || 0);
+    hint.setAttribute("data-added", String(total));
+    hint.textContent = total === 1 ? "New turn below ↓" : total + " new turns below ↓";
+  }
+  window.addEventListener("scroll", function () {
+    const hint = document.getElementById("new-turn-hint");
+    if (hint && nearBottom()) hint.remove();
+  }, { passive: true });
+})();

@@ -1,0 +1,177 @@
+"""The transcript page, and the live tail that follows a session as it grows."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_safe
+
+from . import selectors
+from .models import Session
+from .permissions import can_manage_worktrees, can_write
+from .resume import resume_command
+from .selectors.worktrees import file_backups_kept, worktree_possible
+from .transcript import PAGE_LIMITS, Page, RawRecord, build_page
+from .views import LEAF_RE, HtmxHttpRequest, bounded_int, session_or_404
+
+
+@require_safe
+def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """The transcript: the active branch (or an abandoned one), a page of turns at a time."""
+    session = session_or_404(session_id)
+    show_all = request.GET.get("all") == "1"
+    leaf = request.GET.get("leaf", "")
+    branch = None
+    if leaf:
+        branch, refusal = _abandoned_branch(request, session, leaf)
+        if refusal is not None:
+            return refusal
+    total = branch.turns if branch else session.turn_count
+    after = bounded_int(request.GET.get("after"), 0, high=total)
+    last = after + selectors.PAGE_TURNS
+    # `from` and `skip`: the page starts inside turn after+1, at this record and item.
+    start = (bounded_int(request.GET.get("from"), 0), bounded_int(request.GET.get("skip"), 0))
+    records: Iterable[RawRecord]
+    if branch:
+        records = selectors.branch_records(
+            session, branch, first_turn=after + 1, last_turn=last, show_all=show_all
+        )
+    else:
+        records = selectors.page_records(
+            session,
+            first_turn=after + 1,
+            last_turn=last,
+            from_line=start[0],
+            limit=PAGE_LIMITS.records + 1,
+            show_all=show_all,
+        )
+    page = build_page(records, session.agent, show_all=show_all, limits=PAGE_LIMITS, start=start)
+    turns = page.turns
+    next_page = _next_page(page, last, total)
+    live = None
+    if not branch:
+        _mark_branches(session, turns)
+        live = None if next_page else _live_tail(session, turns, start, show_all)
+    context = {
+        "session": session,
+        "turns": turns,
+        "next_page": next_page,
+        "live": live,
+        "show_all": show_all,
+        "leaf": leaf,
+        "branch_turns": total,
+        "resume_command": resume_command(session),
+        "subagents": selectors.subagents_of(session),
+        "can_write": can_write(request.user),
+        "can_worktree": can_manage_worktrees(request.user) and worktree_possible(session),
+    }
+    if context["can_worktree"]:
+        context["file_backups"] = file_backups_kept(session)
+        context["agent_label"] = session.agent_profile.label
+    template = "sessions_app/transcript.html"
+    if request.htmx and (after or start[0]):
+        template += "#turn-page"
+    else:
+        context["children"] = session.children.order_by("id")
+        context["undo_available"] = selectors.undo_available(session)
+        context["edit_prompt"] = selectors.edit_prompt(session)
+    return render(request, template, context)
+
+
+def _mark_branches(session: Session, turns: list) -> None:
+    """Each turn learns the abandoned branches that split off at it, and what a rewind leaves."""
+    by_turn: dict[int, list[dict]] = {}
+    for abandoned in session.abandoned:
+        by_turn.setdefault(abandoned["at_turn"], []).append(abandoned)
+    for turn in turns:
+        turn.abandoned = by_turn.get(turn.number, []) if turn.number is not None else []
+        turn.leaving = session.turn_count - (turn.number or 0) + 1
+
+
+def _live_tail(
+    session: Session, turns: list, start: tuple[int, int], show_all: bool
+) -> dict[str, str]:
+    """How a page that ends at the session's end asks for what comes next: the last turn
+    shown (from where this page starts it) and the number of lines the page has seen."""
+    tail = turns[-1] if turns else None
+    after = max((tail.number or 1) - 1, 0) if tail else 0
+    begin = start if tail is not None and tail is turns[0] and tail.continued else (0, 0)
+    query = f"lines={session.line_count}&after={after}&from={begin[0]}&skip={begin[1]}"
+    if show_all:
+        query += "&all=1"
+    return {"url": reverse("sessions:session_live", args=[session.session_id]) + "?" + query}
+
+
+@require_safe
+def session_live(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Polled by an open transcript that shows the session's end (about once a second).
+
+    While the session has the lines the page saw: 204 after one small query. Once it
+    has more, the last turn shown again and every turn after it (the page replaces its
+    tail with them), with the counts in the header; a session that got shorter (a
+    rewind) asks the page to reload.
+    """
+    known = bounded_int(request.GET.get("lines"), 0)
+    lines = selectors.session_lines(session_id)
+    if lines is None:
+        raise Http404("no such session")
+    if lines == known:
+        return HttpResponse(status=204)
+    session = session_or_404(session_id)
+    after = bounded_int(request.GET.get("after"), 0)
+    if lines < known or after > session.turn_count:
+        return HttpResponse(status=204, headers={"HX-Refresh": "true"})
+    show_all = request.GET.get("all") == "1"
+    start = (bounded_int(request.GET.get("from"), 0), bounded_int(request.GET.get("skip"), 0))
+    last = after + selectors.PAGE_TURNS
+    records = selectors.page_records(
+        session,
+        first_turn=after + 1,
+        last_turn=last,
+        from_line=start[0],
+        limit=PAGE_LIMITS.records + 1,
+        show_all=show_all,
+    )
+    page = build_page(records, session.agent, show_all=show_all, limits=PAGE_LIMITS, start=start)
+    turns = page.turns
+    _mark_branches(session, turns)
+    next_page = _next_page(page, last, session.turn_count)
+    context = {
+        "session": session,
+        "turns": turns,
+        "next_page": next_page,
+        "live": None if next_page else _live_tail(session, turns, start, show_all),
+        "live_update": True,
+        "show_all": show_all,
+        "leaf": "",
+        "can_write": can_write(request.user),
+    }
+    return render(request, "sessions_app/transcript.html#turn-page", context)
+
+
+def _next_page(page: Page, last: int, total: int) -> tuple[str, str] | None:
+    """The query and label of the page after this one: the rest of a turn, or the next turns."""
+    if page.next_line is not None:
+        turn = page.next_turn or 0
+        query = f"after={max(turn - 1, 0)}&from={page.next_line}&skip={page.next_index}"
+        shown = page.turns[-1].number if page.turns else None
+        return query, f"More of turn {turn}" if turn and turn == shown else "More turns"
+    return (f"after={last}", "More turns") if last < total else None
+
+
+def _abandoned_branch(
+    request: HttpRequest, session: Session, leaf: str
+) -> tuple[selectors.Branch | None, HttpResponse | None]:
+    """The branch `?leaf=` names, or the page that says why it names none (400, 404)."""
+    if not LEAF_RE.fullmatch(leaf):
+        error, status = "leaf must be a record id (a UUID: letters, digits, dashes)", 400
+    elif (branch := selectors.abandoned_branch(session, leaf)) is None:
+        error, status = f"no abandoned branch of this session ends at record {leaf}", 404
+    else:
+        return branch, None
+    context = {"error": error, "session": session}
+    return None, render(request, "sessions_app/action_error.html", context, status=status)
