@@ -14,49 +14,14 @@ import subprocess
 import sys
 import time
 import urllib.request
-import uuid
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
 from sessions_app.services.importing import sessions_import
-from tests.factories import assistant_record, jsonl, tool_result, user_record
+from tests.factories import grow, jsonl, session_file, turn
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-LONG = "\n\n".join(f"Paragraph {n} of a long answer, to make the page scroll." for n in range(30))
-
-
-def turn(sid: str, parent: str | None, n: int) -> list[dict]:
-    """Prompt n, a shell call with its output, and a long answer."""
-    user = user_record(f"prompt {n}", sid=sid, parent=parent)
-    call_id = f"toolu_{uuid.uuid4().hex[:12]}"
-    call = assistant_record(
-        [{"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": f"echo {n}"}}],
-        sid=sid,
-        parent=user["uuid"],
-    )
-    result = user_record(tool_result(call_id, f"output of turn {n}"), sid=sid, parent=call["uuid"])
-    answer = assistant_record(f"answer {n}\n\n{LONG}", sid=sid, parent=result["uuid"])
-    return [user, call, result, answer]
-
-
-def session_file(root: Path, turns: int) -> tuple[Path, list[dict]]:
-    sid = str(uuid.uuid4())
-    records: list[dict] = []
-    for n in range(1, turns + 1):
-        records += turn(sid, records[-1]["uuid"] if records else None, n)
-    folder = root / "-work-live"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{sid}.jsonl"
-    path.write_bytes(jsonl(records))
-    return path, records
-
-
-def grow(path: Path, records: list[dict], n: int) -> None:
-    new = turn(records[0]["sessionId"], records[-1]["uuid"], n)
-    records += new
-    with path.open("ab") as f:
-        f.write(jsonl(new))
 
 
 def test_a_growing_session_appears_without_moving_the_reader(
