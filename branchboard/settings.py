@@ -113,6 +113,17 @@ ALLOWED_HOSTS = LOCAL_HOSTS + EXTRA_HOSTS
 CSRF_TRUSTED_ORIGINS = env_list("BRANCHBOARD_CSRF_TRUSTED_ORIGINS", [])
 # Team mode: every page needs a login; writes need the write_sessions permission.
 TEAM_MODE = env_bool("BRANCHBOARD_TEAM_MODE", bool(EXTRA_HOSTS))
+# Running the agent CLIs from the pages is remote code execution by design: on by
+# default only on a local dashboard; a team server needs BRANCHBOARD_ALLOW_RUNS=1,
+# and then each user the run_agents permission.
+ALLOW_RUNS = env_bool("BRANCHBOARD_ALLOW_RUNS", not TEAM_MODE)
+# The command each agent's runs use (a name on PATH or a path); empty: the CLI's name.
+RUN_COMMANDS = {
+    "claude": os.environ.get("BRANCHBOARD_CLAUDE_COMMAND", ""),
+    "qwen": os.environ.get("BRANCHBOARD_QWEN_COMMAND", ""),
+}
+# Seconds a stopped run is given after the interrupt before it is terminated (then killed).
+RUN_STOP_GRACE = env_int("BRANCHBOARD_RUN_STOP_GRACE", 5)
 # Behind TLS (team server): secure cookies and HSTS.
 BEHIND_TLS = env_bool("BRANCHBOARD_TLS", False)
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 WRITE_PERMISSION = "sessions_app.write_sessions"
 WORKTREE_PERMISSION = "sessions_app.manage_worktrees"
+RUN_PERMISSION = "sessions_app.run_agents"
 
 
 def can_write(user: User | AnonymousUser) -> bool:
@@ -29,6 +30,17 @@ def can_manage_worktrees(user: User | AnonymousUser) -> bool:
     if not settings.TEAM_MODE:
         return True
     return user.is_authenticated and user.has_perm(WORKTREE_PERMISSION)
+
+
+def can_run(user: User | AnonymousUser) -> bool:
+    """Whether `user` may run the agent CLIs from the pages: remote code execution by
+    design, so only where BRANCHBOARD_ALLOW_RUNS allows it (by default, a local
+    dashboard alone) and, on a team server, with the run_agents permission."""
+    if not settings.ALLOW_RUNS:
+        return False
+    if not settings.TEAM_MODE:
+        return True
+    return user.is_authenticated and user.has_perm(RUN_PERMISSION)
 
 
 def require_write(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:

@@ -19,6 +19,7 @@ from .services.branching import (
     UnknownSession,
     WriteCheckFailed,
 )
+from .services.runs import RunBusy, RunError, RunRefused
 from .services.worktrees import (
     NeedsConfirmation,
     NotAWorktree,
@@ -58,6 +59,9 @@ STATUS: dict[type[BranchError], int] = {
     WorktreeExists: 409,
     NeedsConfirmation: 409,
     WorktreeForbidden: 403,
+    RunError: 409,
+    RunRefused: 400,
+    RunBusy: 409,
     LengthRequired: 411,
     BodyTooLarge: 413,
 }

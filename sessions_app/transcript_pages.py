@@ -11,10 +11,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from . import selectors
+from .formats.running import MODES
 from .models import Session
-from .permissions import can_manage_worktrees, can_write
+from .permissions import can_manage_worktrees, can_run, can_write
 from .resume import resume_command
 from .selectors.worktrees import file_backups_kept, worktree_possible
+from .services.runs import run_refresh
 from .transcript import PAGE_LIMITS, Page, RawRecord, build_page
 from .views import LEAF_RE, HtmxHttpRequest, bounded_int, session_or_404
 
@@ -69,6 +71,9 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         "can_write": can_write(request.user),
         "can_worktree": can_manage_worktrees(request.user) and worktree_possible(session),
     }
+    if can_run(request.user) and not branch:
+        latest = session.runs.first()
+        context.update(can_run=True, modes=MODES.values(), run=latest and run_refresh(latest))
     if context["can_worktree"]:
         context["file_backups"] = file_backups_kept(session)
         context["agent_label"] = session.agent_profile.label

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import actions, transcript_pages, views
+from . import actions, run_pages, transcript_pages, views
 
 app_name = "sessions"
 
@@ -31,5 +31,8 @@ urlpatterns = [
     path("sessions/<uuid:session_id>/fork/", actions.fork, name="fork"),
     path("projects/<int:pk>/worktrees/remove/", actions.worktree_remove, name="worktree_remove"),
     path("sessions/<uuid:session_id>/rewind/", actions.rewind, name="rewind"),
+    path("sessions/<uuid:session_id>/runs/", run_pages.start, name="run_start"),
+    path("sessions/<uuid:session_id>/runs/panel/", run_pages.panel, name="run_panel"),
+    path("sessions/<uuid:session_id>/runs/<int:pk>/stop/", run_pages.stop, name="run_stop"),
     path("sessions/<uuid:session_id>/rewind/undo/", actions.rewind_undo, name="rewind_undo"),
 ]

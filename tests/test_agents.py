@@ -51,6 +51,7 @@ DATA = (
     "leaf_rule",
     "worktree_folder",
     "file_history_folder",
+    "run_args",
 )
 FUNCTIONS = (
     "parse_line",

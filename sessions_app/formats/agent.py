@@ -33,7 +33,8 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   `subagent_files` (whether `agent-*.jsonl` files are subagent transcripts) and
   `leaf_rule` (NEWEST_LEAF or LAST_RECORD: where the CLI resumes), and optionally
   `file_history_folder` (where the CLI keeps its file backups, beside its
-  projects folder), `worktree_folder` (where the CLI makes git worktrees under a repository's top
+  projects folder), `run_args` (its command line for a run from the page),
+  `worktree_folder` (where the CLI makes git worktrees under a repository's top
   level, e.g. `.claude/worktrees`; "" when it makes none).
 
 `tests/fake_agent.py` is such a module, and `tests/test_agents.py` imports, shows,
@@ -112,6 +113,9 @@ class Agent:
     # The folder beside the session root where the CLI keeps backups of the files
     # it edited, one subfolder per session id ("" when it keeps none).
     file_history_folder: str = ""
+    # The CLI's arguments to carry a session on from the dashboard (formats.running);
+    # None when it cannot be run from there.
+    run_args: Callable[..., list[str]] | None = None
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:

@@ -37,6 +37,7 @@ from .common import (
     note,
     string,
 )
+from .running import claude_run_args
 from .writing import claude_title_line
 
 # Newer CLIs say where a prompt came from; these origins are no person. Any other
@@ -61,7 +62,7 @@ LOCAL_OUTPUT_PREFIXES = ("<local-command-stdout>", "<local-command-stderr>")
 BOOKKEEPING_TYPES = frozenset({
     "queue-operation", "last-prompt", "cost-state", "file-history-snapshot", "api-request",
     "api-request-blob", "api-request-shape", "agent-name", "mode", "permission-mode",
-    "tools-used", "atis-latch", "tag", "pr-link",
+    "tools-used", "atis-latch", "tag", "pr-link", "file-history-delta",
 })
 # fmt: on
 
@@ -193,8 +194,7 @@ def _read_assistant_message(record: ParsedRecord, message: dict[str, Any]) -> No
     )
     if total > MAX_COUNT:
         note(record, where, f"input token total above {MAX_COUNT}, clamped", total)
-        total = MAX_COUNT
-    record.input_tokens = total
+    record.input_tokens = min(total, MAX_COUNT)
     record.output_tokens = count(record, usage, "output_tokens", where)
 
 
@@ -294,7 +294,7 @@ AGENT: Agent = Agent(
     rewind_line=None,  # the CLI writes nothing for a rewind: a rewrite after a backup
     worktree_folder=".claude/worktrees",
     file_history_folder="file-history",
+    run_args=claude_run_args,
 )
 
-# The selective decoder uses the rules above, so it is bound last.
-from .claude_index import parse_indexed  # noqa: E402
+from .claude_index import parse_indexed  # noqa: E402 (it uses the rules above: bound last)

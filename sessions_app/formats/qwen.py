@@ -28,6 +28,7 @@ from .common import (
     string,
 )
 from .qwen_index import parse_indexed
+from .running import qwen_run_args
 from .writing import qwen_rewind_line, qwen_title_line
 
 
@@ -188,4 +189,5 @@ AGENT: Agent = Agent(
     title_line=title_line,
     rewind_line=rewind_line,
     worktree_folder=".qwen/worktrees",
+    run_args=qwen_run_args,
 )

@@ -111,3 +111,12 @@
     if (hint && nearBottom()) hint.remove();
   }, { passive: true });
 })();
+
+// "Branch from here", then type: the new session opens at its prompt box.
+window.addEventListener("load", function () {
+  "use strict";
+  if (window.location.hash === "#run") {
+    const box = document.getElementById("run-prompt");
+    if (box) box.focus();
+  }
+});

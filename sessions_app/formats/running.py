@@ -1,0 +1,99 @@
+"""Carrying a session on in the real CLI, pure: the permission modes and each CLI's command line.
+
+A run is `<cli> ... --resume <id>` in print mode with streamed JSON output, the
+permission mode chosen for that run, the model if one was picked, and the prompt
+as one argument (never through a shell). The flags were read from the CLIs'
+own `--help` (claude 2.1.328, qwen 0.24.4) and tried against them
+(tests/compat, tests/browser/test_runs_browser.py):
+
+- claude: `-p --resume ID --output-format stream-json --verbose --permission-mode
+  M [--model X] -- PROMPT` (stream-json in print mode needs `--verbose`; `--`
+  keeps a prompt that starts with "-" a prompt);
+- qwen: `--resume ID --output-format stream-json --approval-mode M [--model X]
+  --prompt=PROMPT` (its positional prompt does not come after `--`; the `=` form
+  keeps a leading "-" part of the value).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+PROMPT_LIMIT = 100_000  # characters: far above any typed prompt, far below argv's limit
+MODEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@\[\]-]{0,127}")
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A permission mode a run may be given, as the page offers it."""
+
+    key: str
+    label: str
+    warning: str = ""
+
+
+MODES = {
+    mode.key: mode
+    for mode in (
+        Mode("plan", "Plan only: it reads and answers, changes nothing"),
+        Mode("edits", "Accept file edits (commands that need approval are refused)"),
+        Mode(
+            "full",
+            "Full access: every tool, shell commands included",
+            warning="The agent may run any command, as the user the dashboard runs as.",
+        ),
+    )
+}
+
+
+class BadRunInput(ValueError):
+    """A prompt, mode or model a run cannot be given; the message says why."""
+
+
+def check_run_input(prompt: str, mode: str, model: str) -> tuple[str, str, str]:
+    """The prompt, mode and model of a run, checked (BadRunInput says what is wrong)."""
+    if not prompt.strip():
+        raise BadRunInput("the prompt is empty")
+    if len(prompt) > PROMPT_LIMIT:
+        raise BadRunInput(f"the prompt is over {PROMPT_LIMIT:,} characters")
+    if "\x00" in prompt:
+        raise BadRunInput("the prompt holds a NUL character")
+    if mode not in MODES:
+        raise BadRunInput(f"the permission mode is one of {', '.join(MODES)}, not {mode!r}")
+    model = model.strip()
+    if model and not MODEL_RE.fullmatch(model):
+        raise BadRunInput(f"{model!r} is not a model name (letters, digits, . _ : / @ - [ ])")
+    return prompt, mode, model
+
+
+def claude_run_args(*, session_id: str, prompt: str, mode: str, model: str) -> list[str]:
+    """Claude Code's arguments (after the command) to carry session `session_id` on."""
+    flag = {"plan": "plan", "edits": "acceptEdits", "full": "bypassPermissions"}[mode]
+    args = ["-p", "--resume", session_id, "--output-format", "stream-json", "--verbose"]
+    args += ["--permission-mode", flag]
+    if model:
+        args += ["--model", model]
+    return [*args, "--", prompt]
+
+
+def qwen_run_args(*, session_id: str, prompt: str, mode: str, model: str) -> list[str]:
+    """Qwen Code's arguments (after the command) to carry session `session_id` on."""
+    flag = {"plan": "plan", "edits": "auto-edit", "full": "yolo"}[mode]
+    args = ["--resume", session_id, "--output-format", "stream-json", "--approval-mode", flag]
+    if model:
+        args += ["--model", model]
+    return [*args, f"--prompt={prompt}"]
+
+
+def shown_command(cli: str, args: list[str], prompt: str) -> list[str]:
+    """The command line as a run keeps it: the prompt (kept apart) named, not repeated."""
+    named = f"<prompt, {len(prompt)} characters>"
+    shown = []
+    for arg in args:
+        if arg == prompt:
+            shown.append(named)
+        elif arg == f"--prompt={prompt}":
+            shown.append(f"--prompt={named}")
+        else:
+            shown.append(arg)
+    return [cli, *shown]
