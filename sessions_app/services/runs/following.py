@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import threading
 import time
 from typing import IO
 
@@ -22,6 +23,7 @@ from ...models import Run, Session
 from ..branching import BranchError
 from ..branching.registering import reindex
 from ..roots import UnsafePath
+from .process import group_members
 from .undoing import take_back
 
 logger = logging.getLogger("branchboard.runs")
@@ -32,45 +34,56 @@ MESSAGE_LIMIT = 4000
 
 
 def follow(run_pk: int, proc: subprocess.Popen[bytes], stderr: IO[bytes]) -> None:
-    """Run in a thread of the process that started the CLI, until the CLI exits."""
+    """Run in a thread of the process that started the CLI, until its process group ends."""
     try:
-        failure = _read_stream(run_pk, proc)
+        said: dict[str, str] = {}
+        reader = threading.Thread(
+            target=_read_stream, args=(run_pk, proc, said), name=f"run-{run_pk}-out", daemon=True
+        )
+        reader.start()
         status = proc.wait()
+        # The CLI's own helpers (same process group) may still be finishing its writes.
+        while group_members(proc.pid):
+            time.sleep(0.1)
+        reader.join(timeout=3)
         stderr.seek(0, 2)
         size = stderr.tell()
         stderr.seek(max(0, size - STDERR_TAIL))
         tail = stderr.read().decode("utf-8", "replace")
         stderr.close()
-        finish(run_pk, status=status, failure=failure, stderr_tail=tail)
+        finish(run_pk, status=status, failure=said.get("failure", ""), stderr_tail=tail)
     except Exception:
         logger.exception("run %s: following the CLI failed", run_pk)
     finally:
         connection.close()
 
 
-def _read_stream(run_pk: int, proc: subprocess.Popen[bytes]) -> str:
-    """Follow stdout (JSON events, one per line); the CLI's own error message, if any."""
-    failure = ""
+def _read_stream(run_pk: int, proc: subprocess.Popen[bytes], said: dict[str, str]) -> None:
+    """Follow stdout (JSON events, one per line): import as it grows, note the CLI's error."""
     last = 0.0
     assert proc.stdout is not None
-    for line in proc.stdout:
-        try:
-            event = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
-        if not isinstance(event, dict):
-            continue
-        if event.get("type") == "result" and event.get("is_error"):
-            said = event.get("result") or event.get("error") or event.get("subtype") or ""
-            failure = str(said)[:MESSAGE_LIMIT]
-        elif event.get("type") == "system" and event.get("subtype") == "api_retry":
-            # The CLI waits and tries again: say why while it does.
-            Run.objects.filter(pk=run_pk, ended_at__isnull=True).update(message=_retrying(event))
-        now = time.monotonic()
-        if now - last >= IMPORT_EVERY:
-            last = now
-            import_session(run_pk)
-    return failure
+    try:
+        for line in proc.stdout:
+            try:
+                event = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(event, dict):
+                continue
+            if event.get("type") == "result" and event.get("is_error"):
+                error = event.get("result") or event.get("error") or event.get("subtype") or ""
+                said["failure"] = str(error)[:MESSAGE_LIMIT]
+            elif event.get("type") == "system" and event.get("subtype") == "api_retry":
+                # The CLI waits and tries again: say why while it does.
+                Run.objects.filter(pk=run_pk, ended_at__isnull=True).update(
+                    message=_retrying(event)
+                )
+            now = time.monotonic()
+            if now - last >= IMPORT_EVERY:
+                last = now
+                import_session(run_pk)
+    finally:
+        connection.close()
 
 
 def _retrying(event: dict) -> str:

@@ -27,13 +27,35 @@ def start_time(pid: int) -> int | None:
     return int(fields[19])
 
 
+def group_members(pgid: int) -> list[int]:
+    """The live processes of process group `pgid` (the CLI's helpers outlive it a moment)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
+
+
 def alive(pid: int | None, started: int | None) -> bool:
-    """Whether the process that had `pid` and started at `started` still runs."""
-    return pid is not None and started is not None and start_time(pid) == started
+    """Whether the run's process group still runs: its leader (the process that had
+    `pid` and started at `started`), or, once the leader is gone, a member of its group
+    (a group id in use is never given to a new process)."""
+    if pid is None or started is None:
+        return False
+    leader = start_time(pid)
+    if leader is not None:
+        return leader == started
+    return bool(group_members(pid))
 
 
 def signal_group(pid: int, started: int | None, sig: signal.Signals) -> bool:
-    """Send `sig` to the run's process group if its leader is still that process."""
+    """Send `sig` to the run's process group while it is still the run's."""
     if not alive(pid, started):
         return False
     try:
