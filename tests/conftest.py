@@ -137,6 +137,7 @@ def token(db: None) -> str:
 def team(settings) -> None:
     """Team mode as deployed: login required for every page, permissions checked."""
     settings.TEAM_MODE = True
+    settings.ALLOW_RUNS = False  # a team server's default: BRANCHBOARD_ALLOW_RUNS unset
     middleware = list(settings.MIDDLEWARE)
     auth = middleware.index("django.contrib.auth.middleware.AuthenticationMiddleware")
     middleware.insert(auth + 1, "django.contrib.auth.middleware.LoginRequiredMiddleware")

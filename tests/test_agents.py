@@ -51,7 +51,6 @@ DATA = (
     "leaf_rule",
     "worktree_folder",
     "file_history_folder",
-    "run_args",
 )
 FUNCTIONS = (
     "parse_line",
@@ -67,7 +66,7 @@ FUNCTIONS = (
     "project_folder_of",
     "is_session_path",
 )
-INTERFACE = (*DATA, *FUNCTIONS, "rewind_line", "rewinds_by_appending")
+INTERFACE = (*DATA, *FUNCTIONS, "rewind_line", "rewinds_by_appending", "run_args")
 
 EVERY_AGENT = [*REGISTRY.values(), fake_agent.AGENT]
 
@@ -80,6 +79,7 @@ def test_every_agent_provides_the_whole_interface(agent: Agent) -> None:
     assert all(callable(getattr(agent, name)) for name in FUNCTIONS)
     assert isinstance(agent.subagent_files, bool) and agent.leaf_rule in LEAF_RULES
     assert agent.rewinds_by_appending is (agent.rewind_line is not None)
+    assert agent.run_args is None or callable(agent.run_args)
     # The interface is the dataclass's fields: nothing an agent may leave out.
     fields = {f.name for f in dataclasses.fields(Agent)}
     assert fields <= set(INTERFACE)

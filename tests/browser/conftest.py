@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from sessions_app.services.importing import sessions_import
+from tests.compat.conftest import cli_home, clis, fake_model  # noqa: F401 (the real CLIs)
 from tests.corpus import ALL_ROOTS, FIXTURES, make_idle
 
 CHROMIUM = os.environ.get("BRANCHBOARD_CHROMIUM", "/usr/bin/chromium")

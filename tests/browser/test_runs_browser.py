@@ -17,7 +17,6 @@ from playwright.sync_api import Page, expect
 
 from sessions_app.models import AuditEntry, Run, Session
 from tests.compat.clis import CliHome, claude_env, qwen_env
-from tests.compat.conftest import cli_home, clis, fake_model  # noqa: F401 (fixtures)
 from tests.compat.fake_model import FakeModel
 from tests.compat.test_fork_compat import Agent
 
@@ -117,9 +116,7 @@ def test_a_run_on_a_fork_carries_on_with_exactly_the_forks_history(
     page.goto(f"{live_server.url}/sessions/{fork}/#run")
     expect(page.locator("#run-prompt")).to_be_focused()
     send(page, "delta after the fork", mode="plan")
-    expect(page.locator("#turns")).to_contain_text(
-        "reply to: delta after the fork", timeout=60_000
-    )
+    expect(page.locator("#turns")).to_contain_text("reply to: delta after the fork", timeout=60_000)
     users = [t for r, t in agent.fm.main_requests()[0].conversation if r == "user"]
     assert users == ["alpha one", "beta two", "delta after the fork"]
     source = Session.objects.get(session_id=sid)

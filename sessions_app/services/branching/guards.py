@@ -88,6 +88,14 @@ def own_write(st: os.stat_result) -> dict:
 
 def check_not_busy(session: Session) -> None:
     """Refuse while a CLI may still be writing the session (not when we wrote it last)."""
+    from ..runs.process import alive  # here: the runs package builds on this one
+
+    running = session.runs.filter(ended_at__isnull=True).first()
+    if running is not None and alive(running.pid, running.pid_start):
+        raise SessionBusy(
+            f"run {running.pk} of {running.actor} is carrying session {session.session_id} on "
+            "in its CLI; stop it or wait for it to end"
+        )
     st = file_stat(session)
     ours = session.own_write == own_write(st)
     age = time.time() - st.st_mtime

@@ -30,7 +30,7 @@ import threading
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, close_old_connections, connection
+from django.db import IntegrityError, connection
 from django.utils import timezone
 
 from ...formats.running import BadRunInput, check_run_input, shown_command
@@ -162,7 +162,6 @@ def run_stop(run: Run) -> Run:
 
 def _escalate_later(run_pk: int) -> None:
     try:
-        close_old_connections()
         run = Run.objects.filter(pk=run_pk).first()
         if run is not None:
             run_refresh(run)

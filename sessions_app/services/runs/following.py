@@ -16,7 +16,7 @@ import time
 from typing import IO
 
 import orjson
-from django.db import close_old_connections, connection
+from django.db import connection
 from django.utils import timezone
 
 from ...models import Run, Session
@@ -97,7 +97,6 @@ def _retrying(event: dict) -> str:
 
 def finish(run_pk: int, *, status: int, failure: str, stderr_tail: str) -> None:
     """Record how the run ended (over "lost", which a page may have guessed first)."""
-    close_old_connections()
     run = Run.objects.get(pk=run_pk)
     if run.stop_requested_at is not None:
         state = Run.State.STOPPED
@@ -132,7 +131,6 @@ def finish(run_pk: int, *, status: int, failure: str, stderr_tail: str) -> None:
 
 def import_session(run_pk: int) -> None:
     """Bring the run's session up to date in the index; a failure is logged, not raised."""
-    close_old_connections()
     session = Session.objects.select_related("project").filter(runs__pk=run_pk).first()
     if session is None:
         return

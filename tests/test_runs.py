@@ -1,0 +1,201 @@
+"""Runs from the pages: who may start one, one at a time, a gone process shown as ended.
+
+The real CLIs run in tests/browser/test_runs_browser.py; here the refusals and the
+bookkeeping, with real processes where a process is needed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.db import IntegrityError, transaction
+from django.test import Client
+
+from sessions_app.formats.running import (
+    BadRunInput,
+    check_run_input,
+    claude_run_args,
+    qwen_run_args,
+    shown_command,
+)
+from sessions_app.models import Run, Session
+from sessions_app.services.branching import SessionBusy, session_rewind
+from sessions_app.services.importing import sessions_import
+from sessions_app.services.runs import current_run, run_refresh
+from sessions_app.services.runs.process import start_time
+
+from .factories import make_session
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def session(tmp_path: Path, settings) -> Session:
+    root = tmp_path / "root"
+    _, records = make_session(root, 3)
+    settings.SESSION_ROOTS = [root]
+    settings.BRANCHBOARD_BUSY_SECONDS = 0
+    sessions_import(roots=[root])
+    found = Session.objects.get(session_id=records[0]["sessionId"])
+    found.cwd = str(tmp_path)  # a folder that exists here
+    found.save(update_fields=["cwd"])
+    return found
+
+
+def sleeper() -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+    )
+
+
+def open_run(session: Session, proc: subprocess.Popen | None = None) -> Run:
+    pid = proc.pid if proc else None
+    return Run.objects.create(
+        session=session,
+        actor="someone",
+        prompt="p",
+        mode="plan",
+        command=["claude"],
+        cwd=session.cwd,
+        pid=pid,
+        pid_start=start_time(pid) if pid else None,
+    )
+
+
+def test_the_command_lines_keep_the_prompt_one_argument() -> None:
+    args = claude_run_args(session_id="S", prompt="-rf; rm x", mode="full", model="opus")
+    assert args[-2:] == ["--", "-rf; rm x"]
+    assert args[args.index("--permission-mode") + 1] == "bypassPermissions"
+    assert args[args.index("--model") + 1] == "opus"
+    qwen = qwen_run_args(session_id="S", prompt="-x", mode="edits", model="")
+    assert qwen[-1] == "--prompt=-x" and "--model" not in qwen
+    assert qwen[qwen.index("--approval-mode") + 1] == "auto-edit"
+    shown = shown_command("qwen", qwen, "-x")
+    assert shown[-1] == "--prompt=<prompt, 2 characters>"
+
+
+@pytest.mark.parametrize(
+    ("prompt", "mode", "model", "why"),
+    [
+        ("  ", "plan", "", "empty"),
+        ("hi", "root", "", "permission mode"),
+        ("hi", "plan", "--dangerously-skip-permissions", "not a model"),
+        ("a\x00b", "plan", "", "NUL"),
+        ("x" * 100_001, "plan", "", "over 100,000"),
+    ],
+)
+def test_bad_run_input_is_refused(prompt: str, mode: str, model: str, why: str) -> None:
+    with pytest.raises(BadRunInput, match=why):
+        check_run_input(prompt, mode, model)
+
+
+def test_the_page_refuses_bad_input_and_a_missing_cli(
+    client: Client, session: Session, settings
+) -> None:
+    url = f"/sessions/{session.session_id}/runs/"
+    response = client.post(url, {"prompt": "", "mode": "plan"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 400 and "the prompt is empty" in response.content.decode()
+    settings.RUN_COMMANDS = {"claude": "definitely-not-a-command-here"}
+    response = client.post(url, {"prompt": "hi", "mode": "plan"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 400
+    assert "definitely-not-a-command-here: no such command" in response.content.decode()
+    assert "BRANCHBOARD_CLAUDE_COMMAND" in response.content.decode()
+    assert not Run.objects.exists()
+
+
+def test_a_session_whose_folder_is_not_here_cannot_be_run(client: Client, session: Session) -> None:
+    session.cwd = "/nowhere/at/all"
+    session.save(update_fields=["cwd"])
+    response = client.post(
+        f"/sessions/{session.session_id}/runs/",
+        {"prompt": "hi", "mode": "plan"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 400 and "/nowhere/at/all" in response.content.decode()
+
+
+def test_one_run_per_session_at_a_time(client: Client, session: Session, settings) -> None:
+    proc = sleeper()
+    try:
+        going = open_run(session, proc)
+        with pytest.raises(IntegrityError), transaction.atomic():
+            open_run(session)  # the database refuses a second open run
+        settings.RUN_COMMANDS = {"claude": sys.executable}  # any command that exists
+        response = client.post(
+            f"/sessions/{session.session_id}/runs/",
+            {"prompt": "hi", "mode": "plan"},
+            HTTP_HX_REQUEST="true",
+        )
+        assert response.status_code == 409
+        assert f"run {going.pk} (someone" in response.content.decode()
+        # The dashboard's own rewind waits for the run too.
+        with pytest.raises(SessionBusy, match=f"run {going.pk} of someone"):
+            session_rewind(session=session, turn=2)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert Run.objects.count() == 1
+
+
+def test_a_run_whose_process_is_gone_is_shown_as_ended(client: Client, session: Session) -> None:
+    proc = sleeper()
+    run = open_run(session, proc)
+    assert current_run(session) == run
+    proc.kill()
+    proc.wait()
+    assert current_run(session) is None
+    run.refresh_from_db()
+    assert run.state == "lost" and run.ended_at is not None
+    assert "its process is gone" in run.message
+    page = client.get(f"/sessions/{session.session_id}/").content.decode()
+    assert "ended (its process is gone)" in page and 'id="run-form"' in page
+
+
+def test_a_reused_pid_is_not_taken_for_the_run(session: Session) -> None:
+    proc = sleeper()
+    try:
+        run = open_run(session, proc)
+        run.pid_start = (run.pid_start or 0) + 1  # the same pid, another process
+        run.save(update_fields=["pid_start"])
+        assert run_refresh(run).state == "lost"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_runs_are_off_on_a_team_server_unless_allowed_and_granted(
+    team, session: Session, settings
+) -> None:
+    url = f"/sessions/{session.session_id}/runs/"
+    writer = User.objects.create_user("writer")
+    writer.user_permissions.add(Permission.objects.get(codename="write_sessions"))
+    client = Client()
+    client.force_login(writer)
+    assert 'id="run-form"' not in client.get(f"/sessions/{session.session_id}/").content.decode()
+    assert client.post(url, {"prompt": "hi", "mode": "plan"}).status_code == 403
+    settings.ALLOW_RUNS = True
+    assert client.post(url, {"prompt": "hi", "mode": "plan"}).status_code == 403
+    runner = User.objects.create_user("runner")
+    runner.user_permissions.add(Permission.objects.get(codename="run_agents"))
+    client.force_login(runner)
+    assert 'id="run-form"' in client.get(f"/sessions/{session.session_id}/").content.decode()
+    # CSRF is checked on the form post, as for every write.
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(runner)
+    assert strict.post(url, {"prompt": "hi", "mode": "plan"}).status_code == 403
+    assert not Run.objects.exists()
+
+
+def test_no_api_route_starts_a_run(client: Client, session: Session, token: str) -> None:
+    for path in ("runs", "run"):
+        response = client.post(
+            f"/api/sessions/{session.session_id}/{path}",
+            {"prompt": "hi"},
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+        )
+        assert response.status_code == 404
+    assert not Run.objects.exists()
