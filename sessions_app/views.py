@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import re
+import time
 import uuid
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
 from django.views.decorators.http import require_safe
 from django_htmx.middleware import HtmxDetails
 
@@ -55,21 +59,63 @@ def _search(request: HttpRequest) -> str:
     return request.GET.get("q", "").replace("\x00", "").strip()[:200]
 
 
+LIVE_SECONDS = 60  # a session written to this recently is live
+LIST_POLL = "every 3s"  # how often an open list asks whether anything changed
+
+
+def _unchanged(request: HtmxHttpRequest, project: Project | None) -> tuple[bool, str]:
+    """Whether a polling list is still right (one small query), and its new stamp.
+
+    The stamp is the newest import the list has seen and when its first "live" badge
+    runs out; the list is drawn again once either moved.
+    """
+    newest = selectors.newest_import(project)
+    seen = request.GET.get("stamp", "")
+    stamp = f"{newest.timestamp() if newest else 0:.6f}"
+    try:
+        seen_import, live_until = seen.split(":")
+        return seen_import == stamp and time.time() < float(live_until), stamp
+    except ValueError:
+        return False, stamp
+
+
+def _poll_url(request: HtmxHttpRequest, stamp: str, shown: Iterable[datetime | None]) -> str:
+    """This list's URL with its query, and the stamp it will show on its next poll."""
+    live_since = timezone.now() - timedelta(seconds=LIVE_SECONDS)
+    expiries = [t.timestamp() + LIVE_SECONDS for t in shown if t and t >= live_since]
+    query = request.GET.copy()
+    query["stamp"] = f"{stamp}:{min(expiries) if expiries else 1e12:.0f}"
+    return f"{request.path}?{query.urlencode()}"
+
+
 @require_safe
 def project_list(request: HtmxHttpRequest) -> HttpResponse:
-    """Every project, most recently active first, with a filter box."""
+    """Every project, most recently active first, with a filter box; live ones marked."""
+    unchanged, stamp = _unchanged(request, None)
+    if request.htmx and "stamp" in request.GET and unchanged:
+        return HttpResponse(status=204)
     query = _search(request)
     projects = grouped_with_worktrees(selectors.projects_for_dashboard(query=query))
     template = "sessions_app/project_list.html"
     if request.htmx:
         template += "#project-list"
-    return render(request, template, {"projects": projects, "query": query})
+    context = {
+        "projects": projects,
+        "query": query,
+        "live_since": timezone.now() - timedelta(seconds=LIVE_SECONDS),
+        "poll_url": _poll_url(request, stamp, (p.last_activity for p in projects)),
+        "poll_every": LIST_POLL,
+    }
+    return render(request, template, context)
 
 
 @require_safe
 def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    """The sessions of one project: sorted, filtered, paginated."""
+    """The sessions of one project: sorted, filtered, paginated; live ones marked."""
     project = get_object_or_404(Project, pk=pk)
+    unchanged, stamp = _unchanged(request, project)
+    if request.htmx and "stamp" in request.GET and unchanged:
+        return HttpResponse(status=204)
     query = _search(request)
     sort = request.GET.get("sort", "updated")
     sessions = selectors.sessions_of_project(project=project, query=query, sort=sort)
@@ -88,6 +134,9 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "can_write": can_write(request.user),
         "can_worktree": can_manage_worktrees(request.user),
         "worktrees": [] if request.htmx else project_worktrees(project),
+        "live_since": timezone.now() - timedelta(seconds=LIVE_SECONDS),
+        "poll_url": _poll_url(request, stamp, (s.updated_at for s in page.object_list)),
+        "poll_every": LIST_POLL,
     }
     return render(request, template, context)
 

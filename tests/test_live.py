@@ -7,11 +7,13 @@ changed that costs one small query and answers 204.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from django.test import Client
 
+from sessions_app.models import Session
 from sessions_app.services.importing import sessions_import
 
 from .factories import assistant_record, jsonl, make_session, user_record
@@ -109,3 +111,38 @@ def test_only_a_page_at_the_sessions_end_follows_it(client: Client, tmp_path: Pa
 def test_an_unknown_session_is_404(client: Client, db: None) -> None:
     response = client.get("/sessions/00000000-0000-4000-8000-000000000000/live/?lines=1")
     assert response.status_code == 404
+
+
+def poll_url(page: str, list_id: str) -> str:
+    found = re.search(rf'id="{list_id}" hx-get="([^"]+)" hx-trigger="every 3s"', page)
+    assert found, f"the page's {list_id} does not poll"
+    return found.group(1).replace("&amp;", "&")
+
+
+def test_the_lists_mark_live_sessions_and_follow_new_imports(
+    client: Client, grown, django_assert_max_num_queries
+) -> None:
+    path, records, root = grown
+    sid = records[0]["sessionId"]
+    session = Session.objects.get(session_id=sid)
+    project_page = client.get(f"/projects/{session.project_id}/?sort=turns").content.decode()
+    assert "badge live" not in project_page  # written in 2026-01: not live
+    projects = poll_url(client.get("/").content.decode(), "project-list")
+    sessions = poll_url(project_page, "session-list")
+    assert "sort=turns" in sessions  # the poll keeps the list's own query
+    with django_assert_max_num_queries(2):
+        assert client.get(sessions, HTTP_HX_REQUEST="true").status_code == 204
+    with django_assert_max_num_queries(1):
+        assert client.get(projects, HTTP_HX_REQUEST="true").status_code == 204
+
+    now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    user = user_record("prompt 4", sid=sid, parent=records[-1]["uuid"], timestamp=now)
+    with path.open("ab") as f:
+        f.write(jsonl([user]))
+    sessions_import(roots=[root])
+    fresh = client.get(sessions, HTTP_HX_REQUEST="true").content.decode()
+    assert 'class="badge live"' in fresh and '<td class="num">4</td>' in fresh
+    listed = client.get(projects, HTTP_HX_REQUEST="true").content.decode()
+    assert 'class="badge live"' in listed
+    # The next poll carries the new stamp: nothing changed since, so 204 again.
+    assert client.get(poll_url(fresh, "session-list"), HTTP_HX_REQUEST="true").status_code == 204

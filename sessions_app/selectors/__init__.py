@@ -16,6 +16,7 @@ from .family import lineage_of, subagents_of
 from .lists import (
     SESSION_SORTS,
     listed_session,
+    newest_import,
     projects_for_dashboard,
     session_lines,
     sessions_of_project,
@@ -32,6 +33,7 @@ __all__ = [
     "edit_prompt",
     "lineage_of",
     "listed_session",
+    "newest_import",
     "page_records",
     "projects_for_dashboard",
     "record_at",

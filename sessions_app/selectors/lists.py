@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 
 from ..models import Project, Session
 
@@ -32,6 +33,12 @@ def session_lines(session_id: uuid.UUID | str) -> int | None:
     found = Session.objects.listed().filter(session_id=session_id).values_list("line_count")
     row = found.first()
     return row[0] if row else None
+
+
+def newest_import(project: Project | None = None) -> datetime | None:
+    """When the newest import (of the project's sessions, or of any) was: one small query."""
+    sessions = Session.objects.all() if project is None else project.sessions.all()
+    return sessions.aggregate(newest=Max("imported_at"))["newest"]
 
 
 def projects_for_dashboard(*, query: str = "") -> QuerySet[Project]:
