@@ -20,7 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from .models import Project, Session
-from .permissions import can_manage_worktrees, require_write
+from .permissions import can_manage_worktrees, can_run, require_write
 from .refusals import status_of
 from .resume import resume_command
 from .services.audit import PAGE, actor_of_request, audit_record
@@ -101,6 +101,8 @@ def fork(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     url = reverse("sessions:session_detail", args=[new.session_id])
     if not asked.include_turn:
         url += "?edit=1"
+    elif can_run(request.user):
+        url += "#run"  # "Branch from here", then type the next prompt
     return _done(request, url)
 
 

@@ -7,12 +7,11 @@ folder, the prompt typed into the page.
 
 from __future__ import annotations
 
-import io
+import re
 from pathlib import Path
 
 import orjson
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import Page, expect
 
 from sessions_app.models import AuditEntry, Run, Session
@@ -109,11 +108,13 @@ def test_a_run_on_a_fork_carries_on_with_exactly_the_forks_history(
 ) -> None:
     sid = agent.session(["alpha one", "beta two", "gamma three"])
     agent.import_all()
-    out = io.StringIO()
-    call_command("fork_session", sid, "--turn", "2", "--json", stdout=out)
-    fork = orjson.loads(out.getvalue())["session_id"]
     agent.fm.clear()
-    page.goto(f"{live_server.url}/sessions/{fork}/#run")
+    # "Branch from here" on turn 2, then type the next prompt: one flow.
+    page.goto(f"{live_server.url}/sessions/{sid}/")
+    page.locator("#turn-2 button.branch-here").click()
+    expect(page).to_have_url(re.compile(r"/sessions/[0-9a-f-]{36}/#run$"))
+    fork = page.url.rsplit("/sessions/", 1)[1].split("/")[0]
+    assert fork != sid and Session.objects.get(session_id=fork).turn_count == 2
     expect(page.locator("#run-prompt")).to_be_focused()
     send(page, "delta after the fork", mode="plan")
     expect(page.locator("#turns")).to_contain_text("reply to: delta after the fork", timeout=60_000)
