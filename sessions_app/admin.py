@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from .models import ApiToken, AuditEntry, Project, Session
+from .models import ApiToken, AuditEntry, Project, Run, Session
 
 
 @admin.register(Project)
@@ -34,6 +34,22 @@ class AuditEntryAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    """Runs of the agent CLIs from the pages: a record of what ran, read-only."""
+
+    list_display = ["started_at", "actor", "session", "mode", "state", "exit_status", "ended_at"]
+    list_filter = ["state", "mode"]
+    search_fields = ["actor", "prompt"]
+    raw_id_fields = ["session", "user"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False
 
 
