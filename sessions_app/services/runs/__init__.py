@@ -38,7 +38,7 @@ from ...models import Run, Session
 from ..audit import Actor
 from ..branching import BranchError
 from ..branching.registering import reindex
-from .following import follow, import_session
+from .following import follow
 from .process import alive, signal_group, spawn, start_time
 from .undoing import state_before
 
@@ -180,7 +180,6 @@ def run_refresh(run: Run) -> Run:
             message="its process is gone (the server stopped while it ran); its exit "
             "status is not known",
         )
-        import_session(run.pk)
     elif run.stop_requested_at is not None and run.pid is not None:
         waited = timezone.now() - run.stop_requested_at
         grace = timedelta(seconds=settings.RUN_STOP_GRACE)
