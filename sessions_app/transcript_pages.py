@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -17,7 +16,7 @@ from .permissions import can_manage_worktrees, can_run, can_write
 from .resume import resume_command
 from .selectors.worktrees import file_backups_kept, worktree_possible
 from .services.runs import run_refresh
-from .transcript import PAGE_LIMITS, Page, RawRecord, build_page
+from .transcript import PAGE_LIMITS, Page, build_page
 from .views import LEAF_RE, HtmxHttpRequest, bounded_int, session_or_404
 
 
@@ -37,27 +36,16 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
     last = after + selectors.PAGE_TURNS
     # `from` and `skip`: the page starts inside turn after+1, at this record and item.
     start = (bounded_int(request.GET.get("from"), 0), bounded_int(request.GET.get("skip"), 0))
-    records: Iterable[RawRecord]
     if branch:
         records = selectors.branch_records(
             session, branch, first_turn=after + 1, last_turn=last, show_all=show_all
         )
-    else:
-        records = selectors.page_records(
-            session,
-            first_turn=after + 1,
-            last_turn=last,
-            from_line=start[0],
-            limit=PAGE_LIMITS.records + 1,
-            show_all=show_all,
+        page = build_page(
+            records, session.agent, show_all=show_all, limits=PAGE_LIMITS, start=start
         )
-    page = build_page(records, session.agent, show_all=show_all, limits=PAGE_LIMITS, start=start)
-    turns = page.turns
-    next_page = _next_page(page, last, total)
-    live = None
-    if not branch:
-        _mark_branches(session, turns)
-        live = None if next_page else _live_tail(session, turns, start, show_all)
+        turns, next_page, live = page.turns, _next_page(page, last, total), None
+    else:
+        turns, next_page, live = _active_page(session, after, start, show_all)
     context = {
         "session": session,
         "turns": turns,
@@ -85,6 +73,27 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         context["undo_available"] = selectors.undo_available(session)
         context["edit_prompt"] = selectors.edit_prompt(session)
     return render(request, template, context)
+
+
+def _active_page(
+    session: Session, after: int, start: tuple[int, int], show_all: bool
+) -> tuple[list, tuple[str, str] | None, dict[str, str] | None]:
+    """A page of the active branch after turn `after` (from `start` inside the next turn):
+    its turns, the query of the page after it, and its live tail if it reaches the end."""
+    last = after + selectors.PAGE_TURNS
+    records = selectors.page_records(
+        session,
+        first_turn=after + 1,
+        last_turn=last,
+        from_line=start[0],
+        limit=PAGE_LIMITS.records + 1,
+        show_all=show_all,
+    )
+    page = build_page(records, session.agent, show_all=show_all, limits=PAGE_LIMITS, start=start)
+    _mark_branches(session, page.turns)
+    next_page = _next_page(page, last, session.turn_count)
+    live = None if next_page else _live_tail(session, page.turns, start, show_all)
+    return page.turns, next_page, live
 
 
 def _mark_branches(session: Session, turns: list) -> None:
@@ -132,24 +141,12 @@ def session_live(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespons
         return HttpResponse(status=204, headers={"HX-Refresh": "true"})
     show_all = request.GET.get("all") == "1"
     start = (bounded_int(request.GET.get("from"), 0), bounded_int(request.GET.get("skip"), 0))
-    last = after + selectors.PAGE_TURNS
-    records = selectors.page_records(
-        session,
-        first_turn=after + 1,
-        last_turn=last,
-        from_line=start[0],
-        limit=PAGE_LIMITS.records + 1,
-        show_all=show_all,
-    )
-    page = build_page(records, session.agent, show_all=show_all, limits=PAGE_LIMITS, start=start)
-    turns = page.turns
-    _mark_branches(session, turns)
-    next_page = _next_page(page, last, session.turn_count)
+    turns, next_page, live = _active_page(session, after, start, show_all)
     context = {
         "session": session,
         "turns": turns,
         "next_page": next_page,
-        "live": None if next_page else _live_tail(session, turns, start, show_all),
+        "live": live,
         "live_update": True,
         "show_all": show_all,
         "leaf": "",

@@ -51,7 +51,8 @@ def test_the_page_offers_a_worktree_fork_and_makes_one(
     new = Session.objects.get(parent=source)
     path = repo / ".claude" / "worktrees" / "from-page"
     assert new.turn_count == 1 and new.cwd == str(path)
-    assert response["Location"] == f"/sessions/{new.session_id}/"
+    # It opens at the prompt box: carry on in the worktree right away.
+    assert response["Location"] == f"/sessions/{new.session_id}/#run"
     entry = AuditEntry.objects.get()
     assert entry.action == "fork" and entry.detail.startswith(f"worktree {path} on branch")
     shown = client.get(response["Location"]).content.decode()
