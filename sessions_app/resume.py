@@ -13,7 +13,11 @@ def _cli(session: Session) -> str:
 
 
 def _in_folder(session: Session, command: str) -> str:
-    return f"cd {shlex.quote(session.cwd)} && {command}" if session.cwd else command
+    if not session.cwd:
+        return command
+    folder = shlex.quote(session.cwd)
+    # A folder whose name starts with "-" would be read by cd as an option.
+    return f"cd {'-- ' if session.cwd.startswith('-') else ''}{folder} && {command}"
 
 
 def resume_command(session: Session) -> str:

@@ -108,6 +108,21 @@ def test_fresh_start_command_is_shell_quoted() -> None:
     assert fresh_command(Session(agent="qwen", cwd="", session_id=uuid.uuid4())) == "qwen"
 
 
+def test_a_folder_starting_with_a_dash_is_not_an_option_to_cd(tmp_path: Path) -> None:
+    import subprocess
+
+    from sessions_app.resume import resume_command
+
+    sid = uuid.uuid4()
+    command = resume_command(Session(agent="claude", cwd="-rf here", session_id=sid))
+    assert command == f"cd -- '-rf here' && claude --resume {sid}"
+    # A real shell goes into that folder (the CLI's part replaced by pwd).
+    (tmp_path / "-rf here").mkdir()
+    shell = command.replace(f"claude --resume {sid}", "pwd")
+    done = subprocess.run(["sh", "-c", shell], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == str(tmp_path / "-rf here")
+
+
 # -- 2. every API error is JSON --------------------------------------------------------
 
 

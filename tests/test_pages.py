@@ -165,3 +165,12 @@ def test_failed_htmx_action_answers_with_the_message_and_status(client, imported
     response = client.post(f"/sessions/{session.session_id}/rewind/", {"turn": "9"}, **HX)
     assert response.status_code == 400
     assert b"out of range" in response.content and b"<html" not in response.content
+
+
+def test_the_favicon_exists(client, db: None) -> None:
+    page = client.get("/").content.decode()
+    assert 'rel="icon" href="/static/sessions_app/favicon.svg"' in page
+    moved = client.get("/favicon.ico")
+    assert moved.status_code == 301 and moved["Location"] == "/static/sessions_app/favicon.svg"
+    icon = client.get(moved["Location"])
+    assert icon.status_code == 200 and b"<svg" in b"".join(icon.streaming_content)
