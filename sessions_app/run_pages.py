@@ -22,6 +22,7 @@ from .models import Run, Session
 from .permissions import can_run
 from .refusals import status_of
 from .services.audit import PAGE, actor_of_request, audit_record
+from .services.branching import BranchError
 from .services.runs import RunError, current_run, run_refresh, run_start, run_stop
 from .views import HtmxHttpRequest, session_or_404
 
@@ -62,7 +63,7 @@ def start(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
             model=request.POST.get("model", ""),
             actor=actor,
         )
-    except RunError as error:
+    except BranchError as error:  # a RunError, or the session's file could not be read
         return _panel(request, session, None, error=str(error), status=status_of(error))
     mode = MODES[run.mode].label
     detail = f"{run.get_state_display()}; {mode}; {' '.join(run.command)}"

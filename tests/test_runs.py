@@ -199,3 +199,18 @@ def test_no_api_route_starts_a_run(client: Client, session: Session, token: str)
         )
         assert response.status_code == 404
     assert not Run.objects.exists()
+
+
+def test_a_session_file_gone_from_disk_is_a_clear_refusal(
+    client: Client, session: Session, settings
+) -> None:
+    settings.RUN_COMMANDS = {"claude": sys.executable}
+    Path(session.path).unlink()
+    response = client.post(
+        f"/sessions/{session.session_id}/runs/",
+        {"prompt": "hi", "mode": "plan"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code in (400, 409)
+    assert session.path in response.content.decode()
+    assert not Run.objects.exists()
