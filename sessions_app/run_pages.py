@@ -9,6 +9,7 @@ the session file; the run panel only says how the run stands.
 
 from __future__ import annotations
 
+import os
 import uuid
 
 from django.core.exceptions import PermissionDenied
@@ -39,7 +40,13 @@ def _panel(
         run = session.runs.first()
         if run is not None:
             run = run_refresh(run)
-    context = {"session": session, "run": run, "run_error": error, "modes": MODES.values()}
+    context = {
+        "session": session,
+        "run": run,
+        "run_error": error,
+        "modes": MODES.values(),
+        "run_here": bool(session.cwd) and os.path.isdir(session.cwd),
+    }
     if request.htmx:
         template = "sessions_app/transcript.html#run-panel"
         return render(request, template, context, status=status)

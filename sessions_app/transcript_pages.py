@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -62,6 +63,7 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
     if can_run(request.user) and not branch:
         latest = session.runs.first()
         context.update(can_run=True, modes=MODES.values(), run=latest and run_refresh(latest))
+        context["run_here"] = bool(session.cwd) and os.path.isdir(session.cwd)
     if context["can_worktree"]:
         context["file_backups"] = file_backups_kept(session)
         context["agent_label"] = session.agent_profile.label

@@ -214,3 +214,14 @@ def test_a_session_file_gone_from_disk_is_a_clear_refusal(
     assert response.status_code in (400, 409)
     assert session.path in response.content.decode()
     assert not Run.objects.exists()
+
+
+def test_the_prompt_box_is_offered_only_where_the_sessions_folder_is(
+    client: Client, session: Session
+) -> None:
+    page = client.get(f"/sessions/{session.session_id}/").content.decode()
+    assert 'id="run-form"' in page and 'id="run-not-here"' not in page
+    session.cwd = "/nowhere/at/all"
+    session.save(update_fields=["cwd"])
+    page = client.get(f"/sessions/{session.session_id}/").content.decode()
+    assert 'id="run-form"' not in page and "/nowhere/at/all) is not on this machine" in page
