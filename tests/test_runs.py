@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,11 @@ def test_the_prompt_box_is_offered_only_where_the_sessions_folder_is(
     session.save(update_fields=["cwd"])
     page = client.get(f"/sessions/{session.session_id}/").content.decode()
     assert 'id="run-form"' not in page and "/nowhere/at/all) is not on this machine" in page
+
+
+def test_a_run_being_started_is_not_taken_for_gone(session: Session) -> None:
+    starting = open_run(session)  # recorded, its process not there yet
+    assert current_run(session) == starting
+    assert Run.objects.get().state == "running"
+    Run.objects.filter(pk=starting.pk).update(started_at=starting.started_at - timedelta(minutes=5))
+    assert current_run(session) is None  # never got a process: ended

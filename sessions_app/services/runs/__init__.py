@@ -53,6 +53,10 @@ __all__ = [
 ]
 
 
+# A run is recorded a moment before its process exists: not "gone" while it starts.
+STARTING = timedelta(seconds=30)
+
+
 class RunError(BranchError):
     """A run was refused; nothing was started."""
 
@@ -146,11 +150,12 @@ def run_stop(run: Run) -> Run:
     """Interrupt the run's CLI; it is terminated, then killed, if it does not end."""
     if run.ended:
         raise RunRefused(f"run {run.pk} has ended already ({run.get_state_display()})")
+    if run.pid is None:
+        raise RunBusy(f"run {run.pk} is still starting; stop it again in a moment")
     Run.objects.filter(pk=run.pk, stop_requested_at__isnull=True).update(
         stop_requested_at=timezone.now()
     )
     run.refresh_from_db()
-    assert run.pid is not None
     signal_group(run.pid, run.pid_start, signal.SIGINT)
     grace = settings.RUN_STOP_GRACE
     for delay in (grace, 2 * grace):
@@ -173,7 +178,8 @@ def run_refresh(run: Run) -> Run:
     """Bring a run's state up to date: a stop escalated, a gone process marked ended."""
     if run.ended:
         return run
-    if not alive(run.pid, run.pid_start):
+    starting = run.pid is None and timezone.now() - run.started_at < STARTING
+    if not starting and not alive(run.pid, run.pid_start):
         Run.objects.filter(pk=run.pk, ended_at__isnull=True).update(
             state=Run.State.LOST,
             ended_at=timezone.now(),
