@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sessions_app.models import Session
+from sessions_app.models import Record, Session
 from sessions_app.services.branching import forking, readback, session_fork
 from sessions_app.services.branching.registering import reindex
 
@@ -14,26 +14,9 @@ from .facts import TURNS
 
 pytestmark = pytest.mark.django_db
 
-ROW_FIELDS = (
-    "line",
-    "offset",
-    "length",
-    "uuid",
-    "parent_uuid",
-    "logical_parent_uuid",
-    "raw_type",
-    "subtype",
-    "kind",
-    "turn",
-    "active",
-    "sidechain",
-    "timestamp",
-    "text",
-    "error",
-    "input_tokens",
-    "output_tokens",
-    "digest",
-    "starts_turn",
+# Every column of a record row but its own id and its session's.
+ROW_FIELDS = tuple(
+    f.attname for f in Record._meta.concrete_fields if f.name not in ("id", "session")
 )
 SESSION_FIELDS = (
     "session_id",

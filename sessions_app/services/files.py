@@ -75,10 +75,7 @@ class NewFile:
         try:
             os.ftruncate(fd, offset)
             os.lseek(fd, offset, os.SEEK_SET)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            _write_all(fd, data)
         finally:
             os.close(fd)
 
@@ -158,9 +155,14 @@ def append_durably(target: Path, data: bytes) -> None:
     """Append whole lines to an existing file and fsync them."""
     fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        _write_all(fd, data)
     finally:
         os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte of `data` to `fd` (a write may take only part), then fsync."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)

@@ -54,14 +54,7 @@ class Command(BaseCommand):
             )
         except BranchError as exc:
             refuse(self, exc, as_json=options["json"])
-        audit_record(
-            actor=actor_of_command(),
-            action="worktree_remove",
-            session=None,
-            result=None,
-            turn=None,
-            detail=removal.describe(),
-        )
+        _audit(removal.describe())
         if options["json"]:
             body = {
                 "path": str(removal.path),
@@ -80,14 +73,7 @@ class Command(BaseCommand):
             refuse(self, exc, as_json=as_json)
         for _path, said in done:
             if not said.startswith("kept"):
-                audit_record(
-                    actor=actor_of_command(),
-                    action="worktree_remove",
-                    session=None,
-                    result=None,
-                    turn=None,
-                    detail=said,
-                )
+                _audit(said)
         if as_json:
             rows = [{"path": str(path), "outcome": said} for path, said in done]
             self.stdout.write(orjson.dumps(rows).decode())
@@ -96,3 +82,14 @@ class Command(BaseCommand):
             self.stdout.write(f"{path}: {said}")
         if not done:
             self.stdout.write("no CLI agent worktrees (agent- and 7 hex digits) in this repository")
+
+
+def _audit(detail: str) -> None:
+    audit_record(
+        actor=actor_of_command(),
+        action="worktree_remove",
+        session=None,
+        result=None,
+        turn=None,
+        detail=detail,
+    )
