@@ -26,6 +26,8 @@ from .api_schema import OPENAPI
 from .models import ApiToken, Session
 from .permissions import WORKTREE_PERMISSION, WRITE_PERMISSION
 from .refusals import BodyTooLarge, LengthRequired, WorktreeForbidden, status_of
+from .search_pages import BadSearch, hit_url, search_query
+from .selectors.search import search
 from .services.audit import API, actor_of_request, audit_record
 from .services.branching import (
     BranchError,
@@ -77,27 +79,9 @@ def token_required(*, write: bool) -> Callable:
         @login_not_required
         @wraps(view)
         def wrapped(request: ApiRequest, session_id: uuid.UUID) -> HttpResponse:
-            header = request.headers.get("Authorization", "")
-            scheme, _, key = header.partition(" ")
-            token = None
-            if scheme.lower() == "bearer" and key.strip():
-                token = (
-                    ApiToken.objects.select_related("user")
-                    .filter(key_hash=ApiToken.hash(key.strip()))
-                    .first()
-                )
-            if token is None:
-                response = _error(401, "missing or invalid bearer token")
-                response["WWW-Authenticate"] = 'Bearer realm="branchboard"'
-                return response
-            user = token.user
-            if settings.TEAM_MODE:
-                if user is None or not user.is_active:
-                    return _error(401, "this token belongs to no active user")
-                if write and not user.has_perm(WRITE_PERMISSION):
-                    return _error(403, "this token's user may not branch, fork or rewind")
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
-            request.api_token = token
+            refused = _authenticate(request, write=write)
+            if refused is not None:
+                return refused
             session = selectors.listed_session(session_id)
             if session is None:
                 return _error(404, f"no session {session_id}")
@@ -109,6 +93,71 @@ def token_required(*, write: bool) -> Callable:
         return wrapped
 
     return decorate
+
+
+def _authenticate(request: ApiRequest, *, write: bool) -> HttpResponse | None:
+    """Let the request's bearer token in (None), or the 401/403 answer that refuses it."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, key = header.partition(" ")
+    token = None
+    if scheme.lower() == "bearer" and key.strip():
+        token = ApiToken.objects.select_related("user").filter(key_hash=ApiToken.hash(key.strip()))
+        token = token.first()
+    if token is None:
+        response = _error(401, "missing or invalid bearer token")
+        response["WWW-Authenticate"] = 'Bearer realm="branchboard"'
+        return response
+    user = token.user
+    if settings.TEAM_MODE:
+        if user is None or not user.is_active:
+            return _error(401, "this token belongs to no active user")
+        if write and not user.has_perm(WRITE_PERMISSION):
+            return _error(403, "this token's user may not branch, fork or rewind")
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    request.api_token = token
+    return None
+
+
+@csrf_exempt
+@login_not_required
+@allow("GET")
+def search_view(request: ApiRequest) -> HttpResponse:
+    """GET /api/search?q=…[&project=&agent=&since=&until=&all=1&session=]: ranked hits."""
+    refused = _authenticate(request, write=False)
+    if refused is not None:
+        return refused
+    try:
+        query = search_query(request.GET)
+    except BadSearch as exc:
+        return _error(400, str(exc))
+    results = search(query)
+    sessions = []
+    for group in results.groups:
+        hits = [
+            {
+                "line": hit.line,
+                "turn": hit.turn,
+                "active": hit.active,
+                "part": hit.part,
+                "snippet": hit.snippet,
+                "marks": [list(span) for span in hit.marks],
+                "also_in": hit.also_in,
+                "url": hit_url(group.session, hit, query.text),
+            }
+            for hit in group.hits
+        ]
+        listed = {"session_id": str(group.session.session_id), "title": group.session.title}
+        sessions.append({**listed, "agent": group.session.agent, "more": group.more, "hits": hits})
+    return JsonResponse(
+        {
+            "query": query.text,
+            "terms": query.terms,
+            "too_short": results.short,
+            "matches": results.texts,
+            "truncated": results.truncated,
+            "sessions": sessions,
+        }
+    )
 
 
 def _body(request: HttpRequest) -> dict:

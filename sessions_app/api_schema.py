@@ -7,6 +7,52 @@ from .formats import AGENTS
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _SESSION = {"$ref": "#/components/schemas/Session"}
 _FRESH_START = {"$ref": "#/components/schemas/FreshStart"}
+_SEARCH = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string"},
+        "terms": {"type": "array", "items": {"type": "string"}},
+        "too_short": {"type": "array", "items": {"type": "string"}},
+        "matches": {"type": "integer"},
+        "truncated": {"type": "boolean"},
+        "sessions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "session_id": {"type": "string", "format": "uuid"},
+                    "title": {"type": "string"},
+                    "agent": {"type": "string"},
+                    "more": {"type": "integer", "description": "hits beyond those listed"},
+                    "hits": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "line": {"type": "integer"},
+                                "turn": {"type": ["integer", "null"]},
+                                "active": {"type": "boolean"},
+                                "part": {"type": "string"},
+                                "snippet": {"type": "string", "description": "plain text"},
+                                "marks": {
+                                    "type": "array",
+                                    "description": "[start, end) of each match in snippet",
+                                    "items": {"type": "array", "items": {"type": "integer"}},
+                                },
+                                "also_in": {"type": "integer"},
+                                "url": {"type": "string"},
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def _query(name: str, description: str) -> dict:
+    return {"name": name, "in": "query", "schema": {"type": "string"}, "description": description}
 
 
 def _responses(ok: str, schema: dict, *codes: int) -> dict:
@@ -114,6 +160,26 @@ OPENAPI: dict = {
     },
     "security": [{"bearer": []}],
     "paths": {
+        "/api/search": {
+            "get": {
+                "summary": "Search every session: ranked hits grouped by session, one per "
+                "distinct text (a text forks copied counts once, with `also_in`)",
+                "parameters": [
+                    _query(
+                        "q",
+                        'words or code; "quoted phrases" kept whole; each term '
+                        "(3 characters at least) found as a case-insensitive substring",
+                    ),
+                    _query("project", "only this project (its number)"),
+                    _query("agent", "only this agent (claude, qwen)"),
+                    _query("since", "from this day (YYYY-MM-DD)"),
+                    _query("until", "up to and including this day (YYYY-MM-DD)"),
+                    _query("all", "1: abandoned branches and subagents too"),
+                    _query("session", "only this session (its id)"),
+                ],
+                "responses": _responses("200", _SEARCH, 400, 401, 405),
+            }
+        },
         "/api/sessions/{session_id}": {
             "get": {
                 "summary": "A session: metadata, turns with prompt text, lineage",

@@ -8,6 +8,7 @@ app_name = "api"
 
 urlpatterns = [
     path("openapi.json", api.openapi, name="openapi"),
+    path("search", api.search_view, name="search"),
     path("sessions/<uuid:session_id>", api.session_detail, name="session"),
     path("sessions/<uuid:session_id>/fork", api.session_fork_view, name="fork"),
     path("sessions/<uuid:session_id>/rewind", api.session_rewind_view, name="rewind"),

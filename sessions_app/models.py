@@ -108,6 +108,7 @@ class Session(models.Model):
     # still in that state was changed by us, not by a running CLI.
     own_write = models.JSONField(default=dict, blank=True)
     line_count = models.PositiveIntegerField(default=0)
+    search_lines = models.PositiveIntegerField(default=0)  # lines the search index holds
     last_message_id = models.CharField(max_length=128, blank=True)
     imported_at = models.DateTimeField(null=True, blank=True)
 
@@ -210,6 +211,10 @@ class Record(models.Model):
     # that a fork's totals are a sum.
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
+    # Its words in the search index (set by services.searching after the import).
+    search_text = models.ForeignKey(
+        "SearchText", null=True, blank=True, on_delete=models.SET_NULL, db_index=False
+    )
 
     objects = RecordQuerySet.as_manager()
 
@@ -220,6 +225,12 @@ class Record(models.Model):
         indexes = [
             models.Index(fields=["session", "turn"], name="record_session_turn"),
             models.Index(fields=["session", "uuid"], name="record_session_uuid"),
+            # Only the rows the search pass linked: an import inserts none into it.
+            models.Index(
+                fields=["search_text"],
+                condition=models.Q(search_text__isnull=False),
+                name="record_search_text",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -279,5 +290,6 @@ class ApiToken(models.Model):
 
 # Runs of the agent CLIs live in their own module; importing it here registers them.
 from .models_runs import Run  # noqa: E402
+from .models_search import SearchText  # noqa: E402
 
-__all__ = ["ApiToken", "AuditEntry", "Project", "Record", "Run", "Session"]
+__all__ = ["ApiToken", "AuditEntry", "Project", "Record", "Run", "SearchText", "Session"]

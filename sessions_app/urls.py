@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import actions, run_pages, transcript_pages, views
+from . import actions, run_pages, search_pages, transcript_pages, views
 
 app_name = "sessions"
 
 urlpatterns = [
     path("", views.project_list, name="project_list"),
     path("projects/<int:pk>/", views.project_detail, name="project_detail"),
+    path("search/", search_pages.search_page, name="search"),
     path("sessions/<uuid:session_id>/", transcript_pages.session_detail, name="session_detail"),
     path(
         "sessions/<uuid:session_id>/records/<int:line>/output/",

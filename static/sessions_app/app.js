@@ -120,3 +120,79 @@ window.addEventListener("load", function () {
     if (box) box.focus();
   }
 });
+
+// Search: "/" or Ctrl/Cmd+K focuses the search box; a page opened from a result
+// (?hl=words) marks the words in the turn it was opened at.
+(function () {
+  "use strict";
+  function typing(el) {
+    return el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+  }
+  document.addEventListener("keydown", function (event) {
+    const box = document.getElementById("search-query") || document.getElementById("search-box");
+    if (!box) return;
+    const k = (event.key === "k" || event.key === "K") && (event.ctrlKey || event.metaKey);
+    if (k || (event.key === "/" && !event.ctrlKey && !event.metaKey && !event.altKey && !typing(document.activeElement))) {
+      event.preventDefault();
+      box.focus();
+      box.select();
+    }
+  });
+  function terms(query) {
+    const found = [];
+    const re = /"([^"]*)"|(\S+)/g;
+    let m;
+    while ((m = re.exec(query)) !== null) {
+      const term = (m[1] !== undefined ? m[1] : m[2]).split(/\s+/).filter(Boolean).join(" ");
+      if (term.length >= 3) found.push(term.toLowerCase());
+    }
+    return found;
+  }
+  function mark(root, words) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const hits = [];
+    let node;
+    while ((node = walker.nextNode())) {
+      if (node.parentElement.closest("mark.search-hit, script, style, textarea")) continue;
+      const lower = node.data.toLowerCase();
+      if (words.some(function (w) { return lower.indexOf(w) >= 0; })) hits.push(node);
+    }
+    let first = null;
+    hits.forEach(function (text) {
+      let rest = text;
+      for (;;) {
+        const lower = rest.data.toLowerCase();
+        let at = -1, len = 0;
+        words.forEach(function (w) {
+          const i = lower.indexOf(w);
+          if (i >= 0 && (at < 0 || i < at)) { at = i; len = w.length; }
+        });
+        if (at < 0) break;
+        const match = rest.splitText(at);
+        rest = match.splitText(len);
+        const el = document.createElement("mark");
+        el.className = "search-hit";
+        match.parentNode.replaceChild(el, match);
+        el.appendChild(match);
+        // A match inside a closed <details> is opened so it can be seen.
+        for (let d = el.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) d.open = true;
+        if (!first) first = el;
+      }
+    });
+    return first;
+  }
+  function highlight() {
+    const q = new URLSearchParams(window.location.search).get("hl");
+    if (!q) return;
+    const words = terms(q);
+    if (!words.length) return;
+    const target = window.location.hash ? document.getElementById(window.location.hash.slice(1)) : null;
+    const first = mark(target || document.getElementById("turns") || document.body, words);
+    if (first) {
+      first.classList.add("current");
+      first.scrollIntoView({ block: "center" });
+    }
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", highlight);
+  else highlight();
+})();

@@ -10,6 +10,7 @@ from ...conversation import analyse, dangling_parents, extend
 from ...models import Session
 from ..discovery import SessionFile
 from ..import_plan import HEAD_BYTES, FileState, Plan, import_plan
+from ..searching import texts_collect
 from .reading import FileReader
 from .report import ImportReport
 from .session_row import (
@@ -70,7 +71,13 @@ def import_open_file(
         # The unterminated tail of the last import is read again, now complete.
         retold, _ = session.records.filter(line__gte=session.line_count).delete()
     else:
+        # Read again from the start: the new rows are linked to their texts again
+        # by the search pass; texts no row holds any more go now.
+        searched = list(
+            session.records.filter(search_text__isnull=False).values_list("search_text", flat=True)
+        )
         session.records.all().delete()
+        texts_collect(searched)
         reset(session)
     head = read(0, HEAD_BYTES)
     f.seek(start)

@@ -75,6 +75,7 @@ def reset(session: Session) -> None:
         "output_tokens",
         "bytes_imported",
         "line_count",
+        "search_lines",
         "tail_offset",
     ):
         setattr(session, name, 0)

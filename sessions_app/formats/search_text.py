@@ -1,0 +1,192 @@
+"""What a search finds in a record, pure: its words, what part of the conversation they are,
+and how a query is split into the terms both databases look for.
+
+A record gives one searchable text: a prompt, a reply (with its thinking and tool
+calls, whose inputs are searched as the values they hold, so an identifier that
+only appears in a tool's argument is found), a tool's output, or a title. Text
+beyond `SEARCH_TEXT_LIMIT` characters is not searched; the record is still shown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from . import ASSISTANT, COMMAND, COMPACT_SUMMARY, PROMPT, TITLE, TOOL_RESULT
+from .agent import Agent
+from .common import load
+
+SEARCH_TEXT_LIMIT = 256_000
+# The kinds whose records carry text a person would look for.
+SEARCHABLE_KINDS = (PROMPT, COMMAND, ASSISTANT, TOOL_RESULT, COMPACT_SUMMARY, TITLE)
+
+PROMPT_PART, REPLY, THINKING, TOOL, OUTPUT, TITLE_PART, SUMMARY_PART = (
+    "prompt",
+    "reply",
+    "thinking",
+    "tool",
+    "output",
+    "title",
+    "summary",
+)
+PART_LABELS = {
+    PROMPT_PART: "prompt",
+    REPLY: "reply",
+    THINKING: "thinking",
+    TOOL: "tool call",
+    OUTPUT: "tool output",
+    TITLE_PART: "title",
+    SUMMARY_PART: "summary",
+}
+# Shorter terms cannot be looked up in a trigram index, so they are not searched for.
+MIN_TERM = 3
+MAX_TERMS = 8
+MAX_QUERY = 500
+_TERM_RE = re.compile(r'"([^"]*)"|(\S+)')
+
+
+def searchable(agent: Agent, raw: bytes, kind: str) -> tuple[str, str] | None:
+    """(part, text) a search finds in one record's line of `kind`; None when it has none."""
+    if kind == TITLE:
+        title = agent.parse_line(raw).title
+        return (TITLE_PART, _cut(title)) if title and title.strip() else None
+    data = load(raw)
+    if not isinstance(data, dict):
+        return None
+    if kind in (PROMPT, COMMAND, COMPACT_SUMMARY):
+        part = SUMMARY_PART if kind == COMPACT_SUMMARY else PROMPT_PART
+        text = agent.record_text(data)
+        return (part, _cut(text)) if text.strip() else None
+    if kind == ASSISTANT:
+        pieces: list[str] = []
+        part = ""
+        for piece in agent.assistant_parts(data):
+            if piece.kind == "tool":
+                pieces.append(piece.name)
+                pieces.extend(_values(piece.input))
+                part = part or TOOL
+            else:
+                pieces.append(piece.text)
+                part = part or (THINKING if piece.kind == "thinking" else REPLY)
+        text = "\n".join(p for p in pieces if p)
+        return (part, _cut(text)) if text.strip() else None
+    if kind == TOOL_RESULT:
+        text = "\n".join(outcome.text for outcome in agent.tool_results(data) if outcome.text)
+        return (OUTPUT, _cut(text)) if text.strip() else None
+    return None
+
+
+def _values(value: Any, depth: int = 0) -> Iterator[str]:
+    """The strings and numbers a tool's input holds, keys left out, in order."""
+    if depth > 20:
+        return
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int | float):
+        yield str(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _values(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _values(item, depth + 1)
+
+
+def _cut(text: str) -> str:
+    """At most SEARCH_TEXT_LIMIT characters, with no NUL (neither database stores one)."""
+    return text[:SEARCH_TEXT_LIMIT].replace("\x00", " ")
+
+
+def query_terms(query: str) -> list[str]:
+    """The terms of a query: words, or "quoted phrases" kept whole; each found as a substring.
+
+    Terms shorter than MIN_TERM characters are left out (a trigram index cannot find
+    them), and so are repeats; at most MAX_TERMS are kept.
+    """
+    terms: list[str] = []
+    for quoted, word in _TERM_RE.findall(query[:MAX_QUERY].replace("\x00", " ")):
+        term = " ".join((quoted if quoted else word).split())
+        if len(term) >= MIN_TERM and term.casefold() not in (t.casefold() for t in terms):
+            terms.append(term)
+    return terms[:MAX_TERMS]
+
+
+def short_terms(query: str) -> list[str]:
+    """The words of a query too short to be searched for, to say so."""
+    found = []
+    for quoted, word in _TERM_RE.findall(query[:MAX_QUERY]):
+        term = " ".join((quoted if quoted else word).split())
+        if term and len(term) < MIN_TERM:
+            found.append(term)
+    return found
+
+
+def matches(text: str, terms: list[str]) -> list[tuple[int, int]]:
+    """Where the terms occur in `text` (case-insensitive), as sorted, non-overlapping spans."""
+    folded = text.casefold()
+    if len(folded) != len(text):  # a character that folds to several: search the original
+        folded = text.lower()
+        if len(folded) != len(text):
+            folded = text
+    spans: list[tuple[int, int]] = []
+    for term in terms:
+        needle = term.casefold() if folded is not text else term
+        start = folded.find(needle)
+        count = 0
+        while start >= 0 and count < 200:
+            spans.append((start, start + len(needle)))
+            start = folded.find(needle, start + len(needle))
+            count += 1
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def snippet(text: str, terms: list[str], width: int = 220) -> tuple[str, list[tuple[int, int]]]:
+    """A piece of `text` around its first match, whitespace collapsed, and the matches in it.
+
+    Returns plain text and spans into it; whoever shows it escapes the text.
+    """
+    spans = matches(text, terms)
+    first = spans[0][0] if spans else 0
+    start = max(0, first - width // 3)
+    if start:
+        # Begin at a word boundary when one is near.
+        space = text.rfind(" ", max(0, start - 20), start)
+        start = space + 1 if space >= 0 else start
+    end = min(len(text), start + width)
+    piece = text[start:end]
+    flat, mapping = _collapse(piece)
+    inside = []
+    for s, e in spans:
+        if s >= start and e <= end:
+            inside.append((mapping[s - start], mapping[e - start - 1] + 1))
+    prefix = "…" if start else ""
+    suffix = "…" if end < len(text) else ""
+    shifted = [(s + len(prefix), e + len(prefix)) for s, e in inside]
+    return prefix + flat + suffix, shifted
+
+
+def _collapse(piece: str) -> tuple[str, list[int]]:
+    """Whitespace runs made one space; `mapping[i]` is where piece[i] went."""
+    out: list[str] = []
+    mapping: list[int] = []
+    last_space = False
+    for ch in piece:
+        if ch.isspace():
+            if not last_space:
+                out.append(" ")
+            last_space = True
+        else:
+            out.append(ch)
+            last_space = False
+        mapping.append(len(out) - 1)
+    return "".join(out), mapping

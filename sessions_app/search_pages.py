@@ -1,0 +1,114 @@
+"""The search page (`/search/?q=…`), and the reading of a search's filters for it and the API."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date
+from urllib.parse import urlencode
+
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_safe
+
+from . import selectors
+from .formats import REGISTRY
+from .models import Project, Session
+from .selectors.search import Hit, SearchQuery, SearchResults, search
+
+
+class BadSearch(ValueError):
+    """A filter that cannot be read; its message says which and why."""
+
+
+def search_query(params: QueryDict) -> SearchQuery:
+    """The search a request asks for; `BadSearch` for a filter that is not understood."""
+    query = SearchQuery(params.get("q", "").replace("\x00", "").strip()[:500])
+    project = params.get("project", "")
+    if project:
+        if not project.isdigit():
+            raise BadSearch(f"project: {project!r} is not a project number")
+        query.project = int(project)
+    agent = params.get("agent", "")
+    if agent:
+        if agent not in REGISTRY:
+            raise BadSearch(f"agent: {agent!r} is not one of {', '.join(sorted(REGISTRY))}")
+        query.agent = agent
+    for name in ("since", "until"):
+        value = params.get(name, "")
+        if value:
+            try:
+                setattr(query, name, date.fromisoformat(value))
+            except ValueError:
+                raise BadSearch(f"{name}: {value!r} is not a date (YYYY-MM-DD)") from None
+    query.everything = params.get("all", "") in ("1", "on", "true")
+    session = params.get("session", "")
+    if session:
+        try:
+            sid = uuid.UUID(session)
+        except ValueError:
+            raise BadSearch(f"session: {session!r} is not a session id") from None
+        found = selectors.listed_session(sid)
+        if found is None:
+            raise BadSearch(f"session: no session {sid}")
+        query.session = found.pk
+    return query
+
+
+def hit_url(session: Session, hit: Hit, q: str) -> str:
+    """Where a hit is shown: its turn in the transcript (or its branch), the match marked."""
+    if session.is_subagent and session.owner_session_id:
+        # A subagent's transcript opens inside its owner's; the owner's page is the way in.
+        base = reverse("sessions:session_detail", args=[session.owner_session_id])
+        return f"{base}?{urlencode({'hl': q})}"
+    base = reverse("sessions:session_detail", args=[session.session_id])
+    params: dict[str, str | int] = {}
+    anchor = ""
+    if not hit.active and hit.turn is None:
+        leaf = _abandoned_leaf(session, hit.line)
+        if leaf:
+            params["leaf"] = leaf
+    elif hit.turn:
+        params["after"] = hit.turn - 1
+        anchor = f"#turn-{hit.turn}"
+    params["hl"] = q
+    return f"{base}?{urlencode(params)}{anchor}"
+
+
+def _abandoned_leaf(session: Session, line: int) -> str:
+    """The leaf of the abandoned branch a line most likely belongs to ("" if none)."""
+    best = ""
+    best_line = -1
+    for branch in session.abandoned or []:
+        first = branch.get("first_line", -1) if isinstance(branch, dict) else -1
+        if isinstance(first, int) and best_line < first <= line and branch.get("leaf_uuid"):
+            best, best_line = str(branch["leaf_uuid"]), first
+    return best
+
+
+@require_safe
+def search_page(request: HttpRequest) -> HttpResponse:
+    """Results of a search across every session, or only one (`session=`), with filters."""
+    error = ""
+    results: SearchResults | None = None
+    try:
+        query = search_query(request.GET)
+    except BadSearch as exc:
+        query, error = SearchQuery(request.GET.get("q", "")[:500]), str(exc)
+    if not error and query.text:
+        results = search(query)
+        for group in results.groups:
+            for hit in group.hits:
+                hit.url = hit_url(group.session, hit, query.text)
+    scoped = None
+    if query.session is not None:
+        scoped = Session.objects.filter(pk=query.session).first()
+    context = {
+        "query": query,
+        "results": results,
+        "error": error,
+        "scoped": scoped,
+        "projects": Project.objects.order_by("path", "folder"),
+        "agents": sorted((a.name, a.label) for a in REGISTRY.values()),
+    }
+    return render(request, "sessions_app/search.html", context, status=400 if error else 200)

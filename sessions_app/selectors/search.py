@@ -1,0 +1,231 @@
+"""Search across sessions: ranked hits, one per distinct text, grouped by session.
+
+The words are found by the database: SQLite's FTS5 trigram index (`MATCH`, ranked
+by bm25), or PostgreSQL's trigram index (`ILIKE`, ranked by full-text `ts_rank`);
+either way each term is found as a case-insensitive substring, so `parse_line(`
+and `ENOENT` are found where they occur. A text copied into forks is one hit,
+shown in the session it came from first, with how many other sessions hold it.
+Snippets are plain text with match spans: whoever shows them escapes them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from datetime import time as day_time
+
+from django.db import connection
+from django.utils import timezone
+
+from ..formats import TITLE
+from ..formats.search_text import PART_LABELS, query_terms, short_terms, snippet
+from ..models import Record, SearchText, Session
+
+ROW_LIMIT = 400  # record rows fetched per search, best first
+SESSION_LIMIT = 50  # sessions shown
+HITS_PER_SESSION = 3  # hits shown per session (the rest: "only in this session")
+WINDOW = 400  # characters of a text fetched around its first match
+
+
+@dataclass
+class SearchQuery:
+    """What was asked: the words and the filters."""
+
+    text: str
+    project: int | None = None
+    agent: str = ""
+    since: date | None = None
+    until: date | None = None
+    everything: bool = False  # abandoned branches and subagents too
+    session: int | None = None  # only in this session (pk)
+
+    @property
+    def terms(self) -> list[str]:
+        return query_terms(self.text)
+
+
+@dataclass
+class Hit:
+    """One matching text, in the record that shows it."""
+
+    session_pk: int
+    line: int
+    turn: int | None
+    active: bool
+    kind: str
+    part: str = ""
+    snippet: str = ""
+    marks: list[tuple[int, int]] = field(default_factory=list)
+    also_in: int = 0  # other sessions holding the same text (forks)
+    url: str = ""  # where it is shown (set by the page)
+
+    @property
+    def part_label(self) -> str:
+        return PART_LABELS.get(self.part, self.part)
+
+    @property
+    def pieces(self) -> list[tuple[str, bool]]:
+        """The snippet cut at its marks: (text, marked) pieces, for a template to escape."""
+        out, at = [], 0
+        for start, end in self.marks:
+            if start > at:
+                out.append((self.snippet[at:start], False))
+            out.append((self.snippet[start:end], True))
+            at = end
+        if at < len(self.snippet):
+            out.append((self.snippet[at:], False))
+        return out
+
+
+@dataclass
+class SessionHits:
+    session: Session
+    hits: list[Hit]
+    more: int = 0  # hits in this session beyond those shown
+
+
+@dataclass
+class SearchResults:
+    query: SearchQuery
+    groups: list[SessionHits] = field(default_factory=list)
+    short: list[str] = field(default_factory=list)  # terms too short to search for
+    truncated: bool = False  # more matched than were ranked
+    texts: int = 0  # distinct texts found
+    seconds: float = 0.0
+
+
+def search(query: SearchQuery) -> SearchResults:
+    """The best hits of `query`, one per distinct text, grouped by session in rank order."""
+    start = time.perf_counter()
+    results = SearchResults(query, short=short_terms(query.text))
+    terms = query.terms
+    if not terms:
+        return results
+    rows = _ranked_rows(query, terms)
+    results.truncated = len(rows) >= ROW_LIMIT
+    seen: dict[int, Hit] = {}
+    order: list[int] = []
+    for session_pk, line, text_id, turn, active, kind in rows:
+        if text_id in seen:
+            continue
+        seen[text_id] = Hit(session_pk, line, turn, bool(active), kind)
+        order.append(text_id)
+    results.texts = len(order)
+    groups: dict[int, list[int]] = {}
+    for text_id in order:
+        groups.setdefault(seen[text_id].session_pk, []).append(text_id)
+    shown_sessions = list(groups)[:SESSION_LIMIT]
+    shown = [t for pk in shown_sessions for t in groups[pk][:HITS_PER_SESSION]]
+    _fill_snippets(seen, shown, terms)
+    _count_copies(seen, shown)
+    sessions = Session.objects.select_related("project").in_bulk(shown_sessions)
+    for pk in shown_sessions:
+        ids = groups[pk]
+        hits = [seen[t] for t in ids[:HITS_PER_SESSION]]
+        results.groups.append(SessionHits(sessions[pk], hits, max(0, len(ids) - len(hits))))
+    results.seconds = time.perf_counter() - start
+    return results
+
+
+def _ranked_rows(query: SearchQuery, terms: list[str]) -> list[tuple]:
+    record, session = Record._meta.db_table, Session._meta.db_table
+    where: list[str] = []
+    params: list = []
+    if not query.everything and query.session is None:
+        where.append("(r.active OR r.kind = %s) AND NOT r.sidechain AND NOT s.is_subagent")
+        params.append(TITLE)
+    if query.project is not None:
+        where.append("s.project_id = %s")
+        params.append(query.project)
+    if query.agent:
+        where.append("s.agent = %s")
+        params.append(query.agent)
+    if query.session is not None:
+        where.append("r.session_id = %s")
+        params.append(query.session)
+    if query.since is not None:
+        where.append('r."timestamp" >= %s')
+        params.append(_day_start(query.since))
+    if query.until is not None:
+        where.append('r."timestamp" < %s')
+        params.append(_day_start(query.until + timedelta(days=1)))
+    filters = "".join(f" AND {w}" for w in where)
+    columns = "r.session_id, r.line, r.search_text_id, r.turn, r.active, r.kind"
+    if connection.vendor == "postgresql":
+        text = SearchText._meta.db_table
+        likes = " AND ".join(["t.text ILIKE %s"] * len(terms))
+        sql = (
+            f"SELECT {columns} FROM {text} t "  # noqa: S608 (names are ours)
+            f"JOIN {record} r ON r.search_text_id = t.id "
+            f"JOIN {session} s ON s.id = r.session_id WHERE {likes}{filters} "
+            "ORDER BY ts_rank(t.words, plainto_tsquery('simple', %s)) DESC, "
+            "r.session_id, r.line LIMIT %s"
+        )
+        values = [f"%{_like_escape(t)}%" for t in terms] + params + [" ".join(terms), ROW_LIMIT]
+    else:
+        match = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        sql = (
+            f"SELECT {columns} FROM search_fts "  # noqa: S608 (names are ours)
+            f"JOIN {record} r ON r.search_text_id = search_fts.rowid "
+            f"JOIN {session} s ON s.id = r.session_id "
+            f"WHERE search_fts MATCH %s{filters} "
+            "ORDER BY search_fts.rank, r.session_id, r.line LIMIT %s"
+        )
+        values = [match, *params, ROW_LIMIT]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        return cursor.fetchall()
+
+
+def _fill_snippets(seen: dict[int, Hit], ids: list[int], terms: list[str]) -> None:
+    """Each shown hit's part and snippet, from a window of its text around the first match."""
+    if not ids:
+        return
+    table = SearchText._meta.db_table
+    if connection.vendor == "postgresql":
+        position = "strpos(lower(text), lower(%s))"
+    else:
+        position = "instr(lower(text), lower(%s))"
+    marks = ", ".join(["%s"] * len(ids))
+    sql = (
+        f"SELECT id, part, substr(text, max_start, {WINDOW}), max_start > 1, "  # noqa: S608
+        f"length(text) > max_start + {WINDOW} - 1 FROM (SELECT id, part, text, "
+        f"CASE WHEN {position} > 100 THEN {position} - 100 ELSE 1 END AS max_start "
+        f"FROM {table} WHERE id IN ({marks})) AS found"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [terms[0], terms[0], *ids])
+        for text_id, part, window, cut_before, cut_after in cursor.fetchall():
+            hit = seen[text_id]
+            hit.part = part
+            piece, spans = snippet(window, terms)
+            if cut_before and not piece.startswith("…"):
+                piece, spans = "…" + piece, [(s + 1, e + 1) for s, e in spans]
+            if cut_after and not piece.endswith("…"):
+                piece += "…"
+            hit.snippet, hit.marks = piece, spans
+
+
+def _count_copies(seen: dict[int, Hit], ids: list[int]) -> None:
+    """How many other sessions hold each shown text (the forks that copied it)."""
+    if not ids:
+        return
+    record = Record._meta.db_table
+    marks = ", ".join(["%s"] * len(ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT search_text_id, COUNT(DISTINCT session_id) FROM {record} "  # noqa: S608
+            f"WHERE search_text_id IN ({marks}) GROUP BY search_text_id",
+            ids,
+        )
+        for text_id, sessions in cursor.fetchall():
+            seen[text_id].also_in = max(0, sessions - 1)
+
+
+def _like_escape(term: str) -> str:
+    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _day_start(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, day_time.min), timezone.get_current_timezone())

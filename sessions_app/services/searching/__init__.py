@@ -1,0 +1,76 @@
+"""The search index, kept up to date after each import: the only writer of `SearchText`.
+
+`search_refresh` indexes the lines of every session the index does not hold yet
+(`Session.line_count` beyond `Session.search_lines`), a slice of lines per
+transaction. A record whose uuid already has a text (the same record copied into
+a fork) is linked to it from the index alone, without reading its file; any other
+searchable record is read from its file, checked against the index (length and
+CRC-32), and its text stored once. A session read again from the start gets new
+record rows, so its texts are linked again; `texts_collect` removes the texts no
+record holds any more.
+
+Modules: `indexing` (one session's lines brought into the index).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.db import connection
+from django.db.models import F
+
+from ...models import SearchText, Session
+from .indexing import session_index
+
+__all__ = ["SearchReport", "search_refresh", "session_index", "texts_collect"]
+
+
+@dataclass
+class SearchReport:
+    """What one pass did: sessions and lines indexed, texts stored and linked, problems."""
+
+    sessions: int = 0
+    lines: int = 0
+    stored: int = 0
+    linked: int = 0
+    text_bytes: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"search: {self.sessions} session(s) indexed, {self.stored} text(s) stored, "
+            f"{self.linked} copied record(s) linked, {len(self.errors)} problem(s)"
+        )
+
+
+def search_refresh(*, session_ids: Iterable[int] | None = None) -> SearchReport:
+    """Bring the search index up to date with the records; problems are reported, never fatal."""
+    report = SearchReport()
+    behind = Session.objects.filter(search_lines__lt=F("line_count")).select_related("project")
+    if session_ids is not None:
+        behind = behind.filter(pk__in=list(session_ids))
+    # Sessions before their subagents and forks: a fork then links its parent's texts.
+    for session in behind.order_by("is_subagent", "pk").iterator(chunk_size=500):
+        session_index(session, report)
+    return report
+
+
+def texts_collect(text_ids: Iterable[int]) -> int:
+    """Delete those texts that no record holds any more; returns how many went."""
+    ids = sorted(set(text_ids))
+    gone = 0
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        held = SearchText.objects.filter(pk__in=chunk, record__isnull=False).values_list(
+            "pk", flat=True
+        )
+        free = sorted(set(chunk) - set(held))
+        if free:
+            with connection.cursor() as cursor:
+                # Raw: the ORM would first look for records to set null, and there are none.
+                marks = ", ".join(["%s"] * len(free))
+                table = SearchText._meta.db_table
+                cursor.execute(f"DELETE FROM {table} WHERE id IN ({marks})", free)  # noqa: S608
+                gone += cursor.rowcount
+    return gone

@@ -1,0 +1,157 @@
+"""One session's lines brought into the search index, a slice per transaction."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.db import connection, transaction
+from zlib_ng.zlib_ng import crc32
+
+from ...formats import agent_for
+from ...formats.agent import Agent
+from ...formats.search_text import SEARCHABLE_KINDS, searchable
+from ...models import Record, SearchText, Session
+from ..roots import UnsafePath, open_regular
+
+if TYPE_CHECKING:
+    from . import SearchReport
+
+# A slice: at most this many lines, or this many bytes of lines read from the file.
+SLICE_LINES = 5_000
+SLICE_BYTES = 16 << 20
+
+
+def session_index(session: Session, report: SearchReport) -> None:
+    """Index the session's lines the search index does not hold yet; never raises."""
+    agent = agent_for(session.agent)
+    counted = False
+    while True:
+        try:
+            with transaction.atomic():
+                done, lines = _slice(session, agent, report)
+        except (OSError, UnsafePath) as exc:
+            report.errors.append(f"{session.path}: not searchable yet ({exc})")
+            return
+        except _Behind:
+            report.errors.append(
+                f"{session.path}: the file changed since it was imported; "
+                "it is indexed for search after the next import"
+            )
+            return
+        report.lines += lines
+        if lines and not counted:
+            report.sessions += 1
+            counted = True
+        if done:
+            return
+
+
+class _Behind(Exception):
+    """A line is not what the index says: the import has to catch up first."""
+
+
+def _slice(session: Session, agent: Agent, report: SearchReport) -> tuple[bool, int]:
+    """Index the next slice of lines; (whether the session is now whole, lines covered)."""
+    # Locked, so an import of the same file waits (SQLite: every transaction is
+    # IMMEDIATE and holds the write lock from its start).
+    state = (
+        Session.objects.select_for_update()
+        .filter(pk=session.pk)
+        .values_list("search_lines", "line_count")
+        .first()
+    )
+    if state is None:
+        return True, 0
+    low, count = state
+    if low >= count:
+        return True, 0
+    high = min(count, low + SLICE_LINES)
+    rows = list(
+        Record.objects.filter(
+            session=session,
+            line__gte=low,
+            line__lt=high,
+            kind__in=SEARCHABLE_KINDS,
+            search_text__isnull=True,
+        )
+        .order_by("line")
+        .values_list("line", "uuid", "offset", "length", "digest", "kind")
+    )
+    known = _texts_by_uuid([r[1] for r in rows if r[1]])
+    links: list[tuple[int, int]] = []  # (text id, line)
+    new: list[tuple[str, str, str]] = []  # (uuid, part, text)
+    new_lines: list[list[int]] = []  # the lines holding each new text
+    pending: dict[str, int] = {}  # uuid -> index into `new`
+    read = 0
+    with open_regular(session.path, root=session.project.root) as f:
+        for line, uuid, offset, length, digest, kind in rows:
+            if uuid in known:
+                links.append((known[uuid], line))
+                report.linked += 1
+                continue
+            if uuid and uuid in pending:
+                new_lines[pending[uuid]].append(line)
+                continue
+            if read >= SLICE_BYTES:
+                high = line  # the rest is the next slice's
+                break
+            f.seek(offset)
+            raw = f.read(length)
+            read += length
+            if len(raw) != length or crc32(raw) != digest:
+                raise _Behind
+            found = searchable(agent, raw, kind)
+            if found is None:
+                continue
+            if uuid:
+                pending[uuid] = len(new)
+            new.append((uuid, *found))
+            new_lines.append([line])
+    ids = _new_ids(len(new))
+    if new:
+        table = SearchText._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                f"INSERT INTO {table} (id, uuid, part, text) VALUES (%s, %s, %s, %s)",  # noqa: S608
+                [(i, *values) for i, values in zip(ids, new, strict=True)],
+            )
+        report.stored += len(new)
+        report.text_bytes += sum(len(values[2]) for values in new)
+    for i, lines in zip(ids, new_lines, strict=True):
+        links.extend((i, line) for line in lines)
+    if links:
+        table = Record._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                f"UPDATE {table} SET search_text_id = %s WHERE session_id = %s AND line = %s",  # noqa: S608
+                [(text_id, session.pk, line) for text_id, line in links],
+            )
+    Session.objects.filter(pk=session.pk).update(search_lines=high)
+    return high >= count, high - low
+
+
+def _texts_by_uuid(uuids: list[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    unique = sorted(set(uuids))
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        found.update(SearchText.objects.filter(uuid__in=chunk).values_list("uuid", "pk"))
+    return found
+
+
+def _new_ids(n: int) -> list[int]:
+    """`n` fresh ids for search texts, taken in this transaction."""
+    if not n:
+        return []
+    table = SearchText._meta.db_table
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+                [table, n],
+            )
+            return [row[0] for row in cursor.fetchall()]
+        # SQLite: this transaction holds the write lock from its start (IMMEDIATE).
+        cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}")  # noqa: S608
+        top = cursor.fetchone()[0]
+        return list(range(top + 1, top + 1 + n))
