@@ -80,7 +80,7 @@ def _abandoned_leaf(session: Session, line: int) -> str:
     best = ""
     best_line = -1
     for branch in session.abandoned or []:
-        first = branch.get("first_line", -1) if isinstance(branch, dict) else -1
+        first = branch.get("line", -1) if isinstance(branch, dict) else -1
         if isinstance(first, int) and best_line < first <= line and branch.get("leaf_uuid"):
             best, best_line = str(branch["leaf_uuid"]), first
     return best

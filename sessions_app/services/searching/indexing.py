@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from django.db import connection, transaction
 from zlib_ng.zlib_ng import crc32
 
-from ...formats import agent_for
+from ...formats import TITLE, agent_for
 from ...formats.agent import Agent
 from ...formats.search_text import SEARCHABLE_KINDS, searchable
 from ...models import Record, SearchText, Session
@@ -81,7 +81,7 @@ def _slice(session: Session, agent: Agent, report: SearchReport) -> tuple[bool, 
     links: list[tuple[int, int]] = []  # (text id, line)
     new: list[tuple[str, str, str]] = []  # (uuid, part, text)
     new_lines: list[list[int]] = []  # the lines holding each new text
-    pending: dict[str, int] = {}  # uuid -> index into `new`
+    pending: dict[str, int] = {}  # uuid (or a title) -> index into `new`
     read = 0
     with open_regular(session.path, root=session.project.root) as f:
         for line, uuid, offset, length, digest, kind in rows:
@@ -103,8 +103,18 @@ def _slice(session: Session, agent: Agent, report: SearchReport) -> tuple[bool, 
             found = searchable(agent, raw, kind)
             if found is None:
                 continue
-            if uuid:
-                pending[uuid] = len(new)
+            key = uuid
+            if not uuid and kind == TITLE:
+                # The CLIs write a session's title again and again: one text per title.
+                key = "title\x00" + found[1]
+                if key not in pending and (held := _title_held(session, found[1])) is not None:
+                    links.append((held, line))
+                    continue
+            if key and key in pending:
+                new_lines[pending[key]].append(line)
+                continue
+            if key:
+                pending[key] = len(new)
             new.append((uuid, *found))
             new_lines.append([line])
     ids = _new_ids(len(new))
@@ -128,6 +138,14 @@ def _slice(session: Session, agent: Agent, report: SearchReport) -> tuple[bool, 
             )
     Session.objects.filter(pk=session.pk).update(search_lines=high)
     return high >= count, high - low
+
+
+def _title_held(session: Session, title: str) -> int | None:
+    """The text of this title if a record of the session already holds it."""
+    held = Record.objects.filter(
+        session=session, kind=TITLE, search_text__uuid="", search_text__text=title
+    )
+    return held.values_list("search_text", flat=True).first()
 
 
 def _texts_by_uuid(uuids: list[str]) -> dict[str, int]:
