@@ -32,9 +32,9 @@ def test_projects_sessions_and_transcript_pages(
     page.set_viewport_size({"width": 1280, "height": 860})
     page.goto(live_server.url + "/")
     expect(page.locator("#project-list")).to_contain_text("/home/dev/code/webapp")
-    page.fill("input[name=q]", "webapp")
+    page.fill("input[aria-label='Filter projects']", "webapp")
     expect(page.locator("#project-list .card")).to_have_count(1)
-    page.fill("input[name=q]", "")
+    page.fill("input[aria-label='Filter projects']", "")
     expect(page.locator("#project-list .card")).to_have_count(12)
     shot(page, "projects")
 
