@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from pathlib import Path
@@ -51,6 +52,28 @@ def env_list(name: str, default: list[str], sep: str = ",") -> list[str]:
     if value is None:
         return default
     return [item.strip() for item in value.split(sep) if item.strip()]
+
+
+def env_prices(name: str) -> dict[str, dict[str, float]]:
+    """Prices per model, as JSON: {"model": {"input": 3, "output": 15, "cache_write": 3.75,
+    "cache_read": 0.3}}, dollars per million tokens; a bad value is an error, not a guess."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return {}
+    try:
+        data = json.loads(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} is not JSON ({exc})") from None
+    kinds = {"input", "output", "cache_write", "cache_read", "cache_write_1h"}
+    if not isinstance(data, dict):
+        raise ImproperlyConfigured(f"{name} must map model names to prices")
+    for model, prices in data.items():
+        if not isinstance(prices, dict) or not prices or set(prices) - kinds:
+            raise ImproperlyConfigured(f"{name}: {model!r} needs prices among {sorted(kinds)}")
+        for kind, price in prices.items():
+            if isinstance(price, bool) or not isinstance(price, int | float) or price < 0:
+                raise ImproperlyConfigured(f"{name}: {model!r} {kind} is not a price ({price!r})")
+    return data
 
 
 DATA_DIR = env_path("BRANCHBOARD_DATA_DIR", Path.home() / ".local" / "share" / "branchboard")
@@ -124,6 +147,9 @@ RUN_COMMANDS = {
 }
 # Seconds a stopped run is given after the interrupt before it is terminated (then killed).
 RUN_STOP_GRACE = env_int("BRANCHBOARD_RUN_STOP_GRACE", 5)
+# Prices per model (dollars per million tokens) where genai-prices' data has none or
+# you pay otherwise; see env_prices.
+MODEL_PRICES = env_prices("BRANCHBOARD_MODEL_PRICES")
 # Behind TLS (team server): secure cookies and HSTS.
 BEHIND_TLS = env_bool("BRANCHBOARD_TLS", False)
 

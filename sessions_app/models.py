@@ -109,6 +109,7 @@ class Session(models.Model):
     own_write = models.JSONField(default=dict, blank=True)
     line_count = models.PositiveIntegerField(default=0)
     search_lines = models.PositiveIntegerField(default=0)  # lines the search index holds
+    usage_lines = models.PositiveIntegerField(default=0)  # lines counted in `Usage`
     last_message_id = models.CharField(max_length=128, blank=True)
     imported_at = models.DateTimeField(null=True, blank=True)
 
@@ -291,5 +292,6 @@ class ApiToken(models.Model):
 # Runs of the agent CLIs live in their own module; importing it here registers them.
 from .models_runs import Run  # noqa: E402
 from .models_search import SearchText  # noqa: E402
+from .models_usage import Usage  # noqa: E402
 
-__all__ = ["ApiToken", "AuditEntry", "Project", "Record", "Run", "SearchText", "Session"]
+__all__ = ["ApiToken", "AuditEntry", "Project", "Record", "Run", "SearchText", "Session", "Usage"]

@@ -35,7 +35,8 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   `file_history_folder` (where the CLI keeps its file backups, beside its
   projects folder), `run_args` (its command line for a run from the page),
   `worktree_folder` (where the CLI makes git worktrees under a repository's top
-  level, e.g. `.claude/worktrees`; "" when it makes none).
+  level, e.g. `.claude/worktrees`; "" when it makes none), `usage_of` (the tokens
+  an assistant record's API message used, `formats.usage`).
 
 `tests/fake_agent.py` is such a module, and `tests/test_agents.py` imports, shows,
 forks and rewinds its sessions with no other change.
@@ -58,6 +59,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from . import ParsedRecord, is_session_id
+from .usage import MessageUsage, no_usage
 
 # Where the CLI resumes a session: Claude Code takes the leaf whose conversation
 # record is newest; Qwen Code takes the last record in the file.
@@ -116,6 +118,8 @@ class Agent:
     # The CLI's arguments to carry a session on from the dashboard (formats.running);
     # None when it cannot be run from there.
     run_args: Callable[..., list[str]] | None = None
+    # The tokens one assistant record's API message used (formats.usage); None: none.
+    usage_of: Callable[[dict], MessageUsage | None] = no_usage
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:

@@ -38,6 +38,7 @@ from .common import (
     string,
 )
 from .running import claude_run_args
+from .usage import claude_usage
 from .writing import claude_title_line
 
 # Newer CLIs say where a prompt came from; these origins are no person. Any other
@@ -270,11 +271,6 @@ def _result_content(content: Any) -> tuple[str, tuple[tuple[str, str], ...]]:
     return "\n".join(texts), tuple(images)
 
 
-def title_line(*, session_id: str, title: str, parent_uuid: str | None, base: dict) -> bytes:
-    """Claude Code's `custom-title` record; it hangs off no record."""
-    return claude_title_line(session_id=session_id, title=title)
-
-
 AGENT: Agent = Agent(
     name=CLAUDE,
     label="Claude Code",
@@ -290,11 +286,12 @@ AGENT: Agent = Agent(
     image_of=image_of,
     assistant_parts=assistant_parts,
     tool_results=tool_results,
-    title_line=title_line,
+    title_line=claude_title_line,
     rewind_line=None,  # the CLI writes nothing for a rewind: a rewrite after a backup
     worktree_folder=".claude/worktrees",
     file_history_folder="file-history",
     run_args=claude_run_args,
+    usage_of=claude_usage,
 )
 
 from .claude_index import parse_indexed  # noqa: E402 (it uses the rules above: bound last)

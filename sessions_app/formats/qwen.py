@@ -29,6 +29,7 @@ from .common import (
 )
 from .qwen_index import parse_indexed
 from .running import qwen_run_args
+from .usage import qwen_usage
 from .writing import qwen_rewind_line, qwen_title_line
 
 
@@ -190,4 +191,5 @@ AGENT: Agent = Agent(
     rewind_line=rewind_line,
     worktree_folder=".qwen/worktrees",
     run_args=qwen_run_args,
+    usage_of=qwen_usage,
 )

@@ -205,8 +205,10 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def claude_title_line(*, session_id: str, title: str) -> bytes:
-    """Claude Code's own `custom-title` record."""
+def claude_title_line(
+    *, session_id: str, title: str, parent_uuid: str | None = None, base: dict | None = None
+) -> bytes:
+    """Claude Code's own `custom-title` record; it hangs off no record (no parent, no base)."""
     record = {"type": "custom-title", "customTitle": title, "sessionId": session_id}
     return orjson.dumps(record) + b"\n"
 

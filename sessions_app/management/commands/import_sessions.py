@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from sessions_app.services.importing import ImportReport, sessions_import
 from sessions_app.services.searching import search_refresh
+from sessions_app.services.usage import usage_refresh
 
 logger = logging.getLogger("branchboard.importer")
 # A failed pass (a database lock held too long, a bad file) is tried again after
@@ -61,11 +62,11 @@ class Command(BaseCommand):
         ) as bar:
             report = sessions_import(roots=roots, progress=lambda _f, size: bar.update(size))
         self._report(report)
-        searched = search_refresh()
-        for error in searched.errors:
-            self.stderr.write(error)
-        if searched.sessions or searched.errors:
-            self.stdout.write(searched.summary())
+        for done in (search_refresh(), usage_refresh()):
+            for error in done.errors:
+                self.stderr.write(error)
+            if done.sessions or done.errors:
+                self.stdout.write(done.summary())
 
     def _migrate(self) -> None:
         """A fresh data folder has no tables yet: create them, as `make run` does."""
@@ -132,17 +133,18 @@ def _import_pass(roots: list[Path]) -> bool:
         logger.warning(error)
     if report.sessions or report.errors:
         logger.info(report.summary())
-    try:
-        # An appended line is searchable after the same pass that imported it.
-        searched = search_refresh()
-    except Exception as exc:
-        logger.exception("search indexing stopped by an error: %s", exc)
-        connections.close_all()
-        return False
-    for error in searched.errors:
-        logger.warning(error)
-    if searched.sessions:
-        logger.info(searched.summary())
+    # An appended line is searchable, and counted, after the pass that imported it.
+    for refresh in (search_refresh, usage_refresh):
+        try:
+            done = refresh()
+        except Exception as exc:
+            logger.exception("%s stopped by an error: %s", refresh.__name__, exc)
+            connections.close_all()
+            return False
+        for error in done.errors:
+            logger.warning(error)
+        if done.sessions:
+            logger.info(done.summary())
     return not report.errors
 
 

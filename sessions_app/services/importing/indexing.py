@@ -11,6 +11,7 @@ from ...models import Session
 from ..discovery import SessionFile
 from ..import_plan import HEAD_BYTES, FileState, Plan, import_plan
 from ..searching import texts_collect
+from ..usage import usage_forget
 from .reading import FileReader
 from .report import ImportReport
 from .session_row import (
@@ -78,6 +79,7 @@ def import_open_file(
         )
         session.records.all().delete()
         texts_collect(searched)
+        usage_forget(session)
         reset(session)
     head = read(0, HEAD_BYTES)
     f.seek(start)

@@ -76,6 +76,7 @@ def reset(session: Session) -> None:
         "bytes_imported",
         "line_count",
         "search_lines",
+        "usage_lines",
         "tail_offset",
     ):
         setattr(session, name, 0)

@@ -1,0 +1,234 @@
+"""Tokens and cost: per day and model, per project, per session, per turn, per family.
+
+Every figure comes from `Usage` rows: one per API message and session. Totals
+across sessions leave out the rows marked `copy` (a message a fork copied from
+its parent), so each message counts once. Cost is priced per model, per day and
+per long-context tier (`pricing`); tokens of a model without a price are kept
+apart as unpriced, never counted as free.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal
+
+from django.db import connection
+
+from ..models import Record, Session, Usage
+from ..pricing import LONG_CONTEXT, rates
+
+TOKEN_KINDS = ("input", "output", "cache_write", "cache_read", "cache_write_1h")
+
+
+@dataclass
+class Totals:
+    """Tokens of each kind, messages, and their cost (without the unpriced models' share)."""
+
+    input: int = 0
+    output: int = 0
+    cache_write: int = 0
+    cache_read: int = 0
+    cache_write_1h: int = 0  # of cache_write
+    messages: int = 0
+    cost: Decimal = field(default_factory=Decimal)
+    unpriced: dict[str, int] = field(default_factory=dict)  # model -> tokens with no price
+    sources: set[str] = field(default_factory=set)
+
+    @property
+    def tokens(self) -> int:
+        return self.input + self.output + self.cache_write + self.cache_read
+
+    @property
+    def priced(self) -> bool:
+        """Whether the cost covers every token (no model without a price)."""
+        return not self.unpriced
+
+    def add(self, model: str, day: date | None, long: bool, counts: tuple[int, ...]) -> None:
+        i, o, w, r, h, n = counts
+        self.input += i
+        self.output += o
+        self.cache_write += w
+        self.cache_read += r
+        self.cache_write_1h += h
+        self.messages += n
+        if i + o + w + r == 0:
+            return
+        price = rates(model, day, long_context=long)
+        if price is None:
+            name = model or "(no model)"
+            self.unpriced[name] = self.unpriced.get(name, 0) + i + o + w + r
+        else:
+            self.cost += price.cost(i, o, w, r, h)
+            self.sources.add(price.source)
+
+    def merge(self, other: Totals) -> None:
+        for name in (*TOKEN_KINDS, "messages"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.cost += other.cost
+        for model, tokens in other.unpriced.items():
+            self.unpriced[model] = self.unpriced.get(model, 0) + tokens
+        self.sources |= other.sources
+
+
+def _day_sql() -> str:
+    if connection.vendor == "postgresql":
+        return "(u.at AT TIME ZONE 'UTC')::date"
+    return "date(u.at)"
+
+
+def _grouped(extra_group: str | None, joins: str, where: str, params: list) -> list[tuple]:
+    """(extra, model, day, long, in, out, cache write, cache read, messages) per group."""
+    table = Usage._meta.db_table
+    day = _day_sql()
+    long = f"(u.input_tokens + u.cache_write_tokens + u.cache_read_tokens) > {LONG_CONTEXT}"
+    group = f"{extra_group}, " if extra_group else ""
+    sql = (
+        f"SELECT {extra_group or 'NULL'}, u.model, {day}, {long}, SUM(u.input_tokens), "  # noqa: S608
+        "SUM(u.output_tokens), SUM(u.cache_write_tokens), SUM(u.cache_read_tokens), "
+        "SUM(u.cache_write_1h_tokens), COUNT(*) "
+        f"FROM {table} u {joins} WHERE {where} "
+        f"GROUP BY {group}u.model, {day}, {long}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    out = []
+    for extra, model, day_value, is_long, *counts in rows:
+        if isinstance(day_value, str):
+            day_value = date.fromisoformat(day_value)
+        elif isinstance(day_value, datetime):
+            day_value = day_value.date()
+        out.append((extra, model or "", day_value, bool(is_long), tuple(int(c) for c in counts)))
+    return out
+
+
+@dataclass
+class DayUsage:
+    day: date
+    models: dict[str, Totals]
+    total: Totals
+
+
+def usage_by_day(*, project: int | None = None, agent: str = "") -> list[DayUsage]:
+    """Each day with usage (UTC), by model, newest last; every message counted once."""
+    joins, where, params = "", 'NOT u."copy"', []
+    if project is not None or agent:
+        joins = f"JOIN {Session._meta.db_table} s ON s.id = u.session_id"
+    if project is not None:
+        where += " AND s.project_id = %s"
+        params.append(project)
+    if agent:
+        where += " AND s.agent = %s"
+        params.append(agent)
+    days: dict[date | None, DayUsage] = {}
+    for _, model, day, long, counts in _grouped(None, joins, where, params):
+        entry = days.setdefault(day, DayUsage(day, {}, Totals()))  # type: ignore[arg-type]
+        entry.models.setdefault(model, Totals()).add(model, day, long, counts)
+        entry.total.add(model, day, long, counts)
+    return [days[d] for d in sorted(days, key=lambda d: d or date.min)]
+
+
+def usage_by_project() -> dict[int, Totals]:
+    """Each project's totals (subagents included), every message counted once."""
+    session = Session._meta.db_table
+    joins = f"JOIN {session} s ON s.id = u.session_id"
+    out: dict[int, Totals] = defaultdict(Totals)
+    for project, model, day, long, counts in _grouped("s.project_id", joins, 'NOT u."copy"', []):
+        out[project].add(model, day, long, counts)
+    return dict(out)
+
+
+def usage_by_model(*, project: int | None = None) -> dict[str, Totals]:
+    """Totals per model, every message counted once."""
+    out: dict[str, Totals] = {}
+    for day in usage_by_day(project=project):
+        for model, totals in day.models.items():
+            out.setdefault(model, Totals()).merge(totals)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1].tokens))
+
+
+def session_usage(session: Session) -> tuple[Totals, dict[str, Totals]]:
+    """Everything the session's file holds (copied messages too), in total and per model."""
+    total, per_model = Totals(), {}
+    for _, model, day, long, counts in _grouped(None, "", "u.session_id = %s", [session.pk]):
+        total.add(model, day, long, counts)
+        per_model.setdefault(model, Totals()).add(model, day, long, counts)
+    return total, per_model
+
+
+def turn_usage(session: Session) -> list[tuple[int, Totals]]:
+    """Each turn of the active branch with its messages' totals, in turn order."""
+    record = Record._meta.db_table
+    joins = f"JOIN {record} r ON r.session_id = u.session_id AND r.line = u.line"
+    where = "u.session_id = %s AND r.active AND r.turn IS NOT NULL"
+    turns: dict[int, Totals] = defaultdict(Totals)
+    for turn, model, day, long, counts in _grouped("r.turn", joins, where, [session.pk]):
+        turns[int(turn)].add(model, day, long, counts)
+    return sorted(turns.items())
+
+
+@dataclass
+class FamilyMember:
+    session: Session
+    own: Totals  # what was spent in this session after it split from its parent
+    inherited: int  # messages it holds that an ancestor holds too
+
+
+@dataclass
+class FamilyUsage:
+    members: list[FamilyMember]
+    total: Totals  # the shared prefix counted once
+
+
+def family_usage(sessions: dict[int, Session]) -> FamilyUsage:
+    """Each session's own usage (after its split point) and the family's, each message once."""
+    rows = Usage.objects.filter(session_id__in=list(sessions)).values_list(
+        "session_id",
+        "key",
+        "model",
+        "at",
+        "input_tokens",
+        "output_tokens",
+        "cache_write_tokens",
+        "cache_read_tokens",
+        "cache_write_1h_tokens",
+    )
+    keys: dict[int, dict[str, tuple]] = defaultdict(dict)
+    for pk, key, *rest in rows.iterator(chunk_size=5000):
+        keys[pk][key] = tuple(rest)
+    members, total = [], Totals()
+    counted: set[str] = set()
+    for pk, session in sorted(sessions.items(), key=lambda kv: _depth(kv[1], sessions)):
+        ancestors: set[str] = set()
+        up = session.parent_id
+        seen = {pk}
+        while up in sessions and up not in seen:
+            seen.add(up)
+            ancestors.update(keys.get(up, {}))
+            up = sessions[up].parent_id
+        own = Totals()
+        inherited = 0
+        for key, (model, at, *counts) in keys.get(pk, {}).items():
+            if key in ancestors:
+                inherited += 1
+                continue
+            counts_n = (*counts, 1)
+            day = at.date() if at else None
+            long = counts[0] + counts[2] + counts[3] > LONG_CONTEXT
+            own.add(model, day, long, counts_n)
+            if key not in counted:
+                counted.add(key)
+                total.add(model, day, long, counts_n)
+        members.append(FamilyMember(session, own, inherited))
+    return FamilyUsage(members, total)
+
+
+def _depth(session: Session, sessions: dict[int, Session]) -> int:
+    depth, up, seen = 0, session.parent_id, {session.pk}
+    while up in sessions and up not in seen:
+        seen.add(up)
+        depth += 1
+        up = sessions[up].parent_id
+    return depth

@@ -1,0 +1,179 @@
+"""Usage kept up to date after each import: the only writer of `Usage` rows.
+
+`usage_refresh` reads the assistant records of every session beyond its
+`usage_lines` (each checked against the index: length and CRC-32) and keeps one
+row per API message of the session (`formats.usage`: the message's key, its
+model, and the largest count of each kind its records carry). A message whose
+records straddle two passes is merged into its row. A session read again from
+the start loses its rows (`usage_forget`) and is counted again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+from django.db.models import F, Min
+from zlib_ng.zlib_ng import crc32
+
+from ...formats import ASSISTANT, agent_for
+from ...formats.common import load
+from ...formats.usage import MessageUsage
+from ...models import Record, Session, Usage
+from ..roots import UnsafePath, open_regular
+
+SLICE_LINES = 20_000
+
+
+@dataclass
+class UsageReport:
+    sessions: int = 0
+    messages: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return f"usage: {self.sessions} session(s) counted, {self.messages} message(s) seen"
+
+
+class _Behind(Exception):
+    """A line is not what the index says: the import has to catch up first."""
+
+
+def usage_refresh(*, session_ids: Iterable[int] | None = None) -> UsageReport:
+    """Count the usage of every session's lines not counted yet; problems reported, never fatal."""
+    report = UsageReport()
+    behind = Session.objects.filter(usage_lines__lt=F("line_count")).select_related("project")
+    if session_ids is not None:
+        behind = behind.filter(pk__in=list(session_ids))
+    for session in behind.order_by("pk").iterator(chunk_size=500):
+        try:
+            counted = False
+            while True:
+                with transaction.atomic():
+                    done, seen = _slice(session, report)
+                if seen and not counted:
+                    report.sessions += 1
+                    counted = True
+                if done:
+                    break
+        except (OSError, UnsafePath) as exc:
+            report.errors.append(f"{session.path}: usage not counted yet ({exc})")
+        except _Behind:
+            report.errors.append(
+                f"{session.path}: the file changed since it was imported; "
+                "its usage is counted after the next import"
+            )
+    return report
+
+
+def usage_forget(session: Session) -> None:
+    """The session is read again from the start: its usage is counted again.
+
+    A message it held first, which another session holds too, now counts there.
+    """
+    owned = list(Usage.objects.filter(session=session, copy=False).values_list("key", flat=True))
+    Usage.objects.filter(session=session).delete()
+    for start in range(0, len(owned), 500):
+        chunk = owned[start : start + 500]
+        firsts = (
+            Usage.objects.filter(key__in=chunk, copy=True)
+            .values("key")
+            .annotate(first=Min("id"))
+            .values_list("first", flat=True)
+        )
+        Usage.objects.filter(pk__in=list(firsts)).update(copy=False)
+
+
+def _slice(session: Session, report: UsageReport) -> tuple[bool, int]:
+    state = (
+        Session.objects.select_for_update()
+        .filter(pk=session.pk)
+        .values_list("usage_lines", "line_count")
+        .first()
+    )
+    if state is None or state[0] >= state[1]:
+        return True, 0
+    low, count = state
+    high = min(count, low + SLICE_LINES)
+    rows = (
+        Record.objects.filter(session=session, line__gte=low, line__lt=high, kind=ASSISTANT)
+        .order_by("line")
+        .values_list("line", "offset", "length", "digest", "timestamp")
+    )
+    usage_of = agent_for(session.agent).usage_of
+    found: dict[str, tuple[int, object, MessageUsage]] = {}
+    with open_regular(session.path, root=session.project.root) as f:
+        for line, offset, length, digest, at in rows.iterator(chunk_size=2000):
+            f.seek(offset)
+            raw = f.read(length)
+            if len(raw) != length or crc32(raw) != digest:
+                raise _Behind
+            data = load(raw)
+            usage = usage_of(data) if isinstance(data, dict) else None
+            if usage is None:
+                continue
+            report.messages += 1
+            if usage.key in found:
+                first, first_at, seen = found[usage.key]
+                found[usage.key] = (first, first_at, seen.merged(usage))
+            else:
+                found[usage.key] = (line, at, usage)
+    _store(session, found)
+    Session.objects.filter(pk=session.pk).update(usage_lines=high)
+    return high >= count, len(found)
+
+
+def _store(session: Session, found: dict[str, tuple[int, object, MessageUsage]]) -> None:
+    """Insert the new messages; merge those the session already holds into their rows."""
+    if not found:
+        return
+    held = {}
+    keys = sorted(found)
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        held.update(
+            (row[0], row)
+            for row in Usage.objects.filter(session=session, key__in=chunk).values_list(
+                "key",
+                "input_tokens",
+                "output_tokens",
+                "cache_write_tokens",
+                "cache_read_tokens",
+                "cache_write_1h_tokens",
+            )
+        )
+    elsewhere = set()
+    fresh = [k for k in keys if k not in held]
+    for start in range(0, len(fresh), 500):
+        chunk = fresh[start : start + 500]
+        elsewhere.update(
+            Usage.objects.filter(key__in=chunk)
+            .exclude(session=session)
+            .values_list("key", flat=True)
+        )
+    table = Usage._meta.db_table
+    inserts, updates = [], []
+    for key, (line, at, u) in found.items():
+        counts = (u.input, u.output, u.cache_write, u.cache_read, u.cache_write_1h)
+        if key in held:
+            merged = tuple(max(a, b) for a, b in zip(held[key][1:], counts, strict=True))
+            updates.append((*merged, session.pk, key))
+        else:
+            stamp = connection.ops.adapt_datetimefield_value(at) if at else None
+            inserts.append((session.pk, line, key, u.model, stamp, *counts, key in elsewhere))
+    with connection.cursor() as cursor:
+        if inserts:
+            cursor.executemany(
+                f'INSERT INTO {table} (session_id, line, "key", model, at, input_tokens, '  # noqa: S608
+                "output_tokens, cache_write_tokens, cache_read_tokens, cache_write_1h_tokens, "
+                '"copy") VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)',
+                inserts,
+            )
+        if updates:
+            cursor.executemany(
+                f"UPDATE {table} SET input_tokens = %s, output_tokens = %s, "  # noqa: S608
+                "cache_write_tokens = %s, cache_read_tokens = %s, cache_write_1h_tokens = %s "
+                'WHERE session_id = %s AND "key" = %s',
+                updates,
+            )
