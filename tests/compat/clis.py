@@ -33,6 +33,7 @@ CLAUDE_VERSION = "2.1.328"
 QWEN_PACKAGE = "@qwen-code/qwen-code"
 QWEN_VERSION = "0.24.4"
 PACKAGES = {CLAUDE_PACKAGE: CLAUDE_VERSION, QWEN_PACKAGE: QWEN_VERSION}
+CCUSAGE_PACKAGES = {"ccusage": "20.0.24", "@ccusage/ccusage-linux-x64": "20.0.24"}
 
 DEFAULT_TIMEOUT = 120.0
 INSTALL_TIMEOUT = 900.0
@@ -86,45 +87,65 @@ def _locked(prefix: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def ensure_clis() -> dict[str, Path]:
-    """Install both CLIs (once) and return {"claude": path, "qwen": path}."""
+def _npm_install(prefix: Path, packages: dict[str, str]) -> None:
+    """Install exactly these package versions under `prefix` unless they are there already."""
     npm = shutil.which("npm")
+    stale = [p for p, v in packages.items() if _installed_version(prefix, p) != v]
+    if not stale:
+        return
+    if npm is None:
+        raise CompatError(
+            "npm is not on PATH: cannot install "
+            + ", ".join(f"{p}@{v}" for p, v in packages.items())
+            + f" into {prefix}"
+        )
+    cmd = [
+        npm,
+        "install",
+        "--prefix",
+        str(prefix),
+        "--no-audit",
+        "--no-fund",
+        "--save-exact",
+        "--loglevel=error",
+        *(f"{p}@{v}" for p, v in packages.items()),
+    ]
+    try:
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise CompatError(f"npm install timed out after {INSTALL_TIMEOUT}s") from exc
+    if proc.returncode != 0:
+        raise CompatError(
+            f"npm install failed ({proc.returncode}): {' '.join(cmd)}\n"
+            f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+        )
+    wrong = {p: _installed_version(prefix, p) for p in packages}
+    wrong = {p: v for p, v in wrong.items() if v != packages[p]}
+    if wrong:
+        raise CompatError(f"npm installed unexpected versions: {wrong}")
+
+
+def ensure_ccusage() -> Path:
+    """Install ccusage (once) and return its command; an independent count of Claude usage.
+
+    20.0.26 cannot run (its native package is published only up to 20.0.24): both pinned.
+    """
     prefix = cache_dir()
     with _locked(prefix):
-        stale = [p for p, v in PACKAGES.items() if _installed_version(prefix, p) != v]
-        if stale:
-            if npm is None:
-                raise CompatError(
-                    "npm is not on PATH: cannot install "
-                    + ", ".join(f"{p}@{v}" for p, v in PACKAGES.items())
-                    + f" into {prefix}"
-                )
-            cmd = [
-                npm,
-                "install",
-                "--prefix",
-                str(prefix),
-                "--no-audit",
-                "--no-fund",
-                "--save-exact",
-                "--loglevel=error",
-                *(f"{p}@{v}" for p, v in PACKAGES.items()),
-            ]
-            try:
-                proc = subprocess.run(
-                    cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, check=False
-                )
-            except subprocess.TimeoutExpired as exc:
-                raise CompatError(f"npm install timed out after {INSTALL_TIMEOUT}s") from exc
-            if proc.returncode != 0:
-                raise CompatError(
-                    f"npm install failed ({proc.returncode}): {' '.join(cmd)}\n"
-                    f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
-                )
-            wrong = {p: _installed_version(prefix, p) for p in PACKAGES}
-            wrong = {p: v for p, v in wrong.items() if v != PACKAGES[p]}
-            if wrong:
-                raise CompatError(f"npm installed unexpected versions: {wrong}")
+        _npm_install(prefix, CCUSAGE_PACKAGES)
+    path = prefix / "node_modules" / ".bin" / "ccusage"
+    if not _works(path):
+        raise CompatError(f"ccusage at {path} does not run (`{path} --version` failed)")
+    return path
+
+
+def ensure_clis() -> dict[str, Path]:
+    """Install both CLIs (once) and return {"claude": path, "qwen": path}."""
+    prefix = cache_dir()
+    with _locked(prefix):
+        _npm_install(prefix, PACKAGES)
         bin_dir = prefix / "node_modules" / ".bin"
         paths = {"claude": bin_dir / "claude", "qwen": bin_dir / "qwen"}
         claude_pkg = prefix / "node_modules" / CLAUDE_PACKAGE

@@ -1,0 +1,128 @@
+"""Usage per day, checked against an independent tool: ccusage on the same Claude Code files.
+
+ccusage (npm, pinned 20.0.24, run with --offline in UTC) reads the corpus's Claude
+sessions, subagent files included. Where every assistant record carries the
+`requestId` ccusage deduplicates by, its daily tokens and cost equal ours. Where
+records lack one (files the real CLI wrote against the test's fake model), ccusage
+counts some records of a streamed or copied message again; there the test checks
+ours against each message counted once, straight from the files, and that
+ccusage's figure lies between that and the sum of every record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections import defaultdict
+from decimal import Decimal
+from pathlib import Path
+
+import orjson
+import pytest
+
+from sessions_app.selectors.usage import usage_by_day
+from sessions_app.services.importing import sessions_import
+from sessions_app.services.usage import usage_refresh
+from tests.compat.clis import CompatError, ensure_ccusage
+from tests.corpus import CLAUDE_ROOTS, FIXTURES
+
+pytestmark = [pytest.mark.compat, pytest.mark.django_db]
+KINDS = ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens")
+
+
+@pytest.fixture(scope="module")
+def ccusage() -> Path:
+    if shutil.which("npm") is None:
+        pytest.skip("compat: npm is not on PATH, so ccusage cannot be installed")
+    try:
+        return ensure_ccusage()
+    except CompatError as exc:
+        pytest.fail(str(exc))
+
+
+def _ccusage_daily(ccusage: Path, config: Path) -> dict[str, dict]:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(config.parent),
+        "CLAUDE_CONFIG_DIR": str(config),
+        "TZ": "UTC",
+    }
+    proc = subprocess.run(
+        [str(ccusage), "daily", "--offline", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=True,
+    )
+    return {day["period"]: day for day in json.loads(proc.stdout)["daily"]}
+
+
+def _every_record(config: Path) -> tuple[dict[str, list[int]], dict[str, list[int]], set[str]]:
+    """Per day: each assistant record's usage summed with no deduplication; each message id
+    once (its largest counts); and the days with a record that has no requestId."""
+    sums: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    messages: dict[str, dict[str, list[int]]] = defaultdict(dict)
+    undeduplicated: set[str] = set()
+    for path in config.rglob("*.jsonl"):
+        for line in path.read_bytes().splitlines():
+            try:
+                data = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            message = data.get("message") if isinstance(data, dict) else None
+            if data.get("type") != "assistant" or not isinstance(message, dict):
+                continue
+            usage = message.get("usage") or {}
+            day = str(data.get("timestamp", ""))[:10]
+            if not data.get("requestId"):
+                undeduplicated.add(day)
+            counts = [
+                int(usage.get(key) or 0)
+                for key in (
+                    "input_tokens",
+                    "output_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                )
+            ]
+            sums[day] = [a + b for a, b in zip(sums[day], counts, strict=True)]
+            seen = messages[day].setdefault(message["id"], counts)
+            messages[day][message["id"]] = [max(a, b) for a, b in zip(seen, counts, strict=True)]
+    once = {
+        day: [sum(c[i] for c in found.values()) for i in range(4)]
+        for day, found in messages.items()
+    }
+    return sums, once, undeduplicated
+
+
+def test_daily_usage_agrees_with_ccusage(ccusage: Path, tmp_path: Path) -> None:
+    config = tmp_path / "claude-config"
+    projects = config / "projects"
+    for root in CLAUDE_ROOTS:
+        shutil.copytree(FIXTURES / root, projects, dirs_exist_ok=True)
+    theirs = _ccusage_daily(ccusage, config)
+    sessions_import(roots=[projects])
+    usage_refresh()
+    ours = {str(day.day): day.total for day in usage_by_day(agent="claude")}
+    assert set(ours) == set(theirs)
+    every_record, once, undeduplicated = _every_record(config)
+    agreed = 0
+    for day, their in theirs.items():
+        mine = ours[day]
+        mine_counts = [mine.input, mine.output, mine.cache_write, mine.cache_read]
+        their_counts = [their[k] for k in KINDS]
+        if day in undeduplicated:
+            # Without a requestId ccusage counts some records of a message again (its
+            # figure lies between each message once and every record); ours is each
+            # message once, as counted here independently from the files.
+            assert mine_counts == once[day], day
+            assert sum(mine_counts) < sum(their_counts) <= sum(every_record[day]), day
+            continue
+        assert mine_counts == their_counts, day
+        assert mine.priced
+        assert abs(mine.cost - Decimal(str(their["totalCost"]))) < Decimal("0.0001"), day
+        agreed += 1
+    assert agreed >= 6, "most days of the corpus are compared exactly"
