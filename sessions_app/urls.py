@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import actions, run_pages, search_pages, transcript_pages, views
+from . import actions, run_pages, search_pages, transcript_pages, usage_pages, views
 
 app_name = "sessions"
 
@@ -10,6 +10,13 @@ urlpatterns = [
     path("", views.project_list, name="project_list"),
     path("projects/<int:pk>/", views.project_detail, name="project_detail"),
     path("search/", search_pages.search_page, name="search"),
+    path("usage/", usage_pages.usage_overview, name="usage"),
+    path("usage.csv", usage_pages.usage_csv, name="usage_csv"),
+    path(
+        "sessions/<uuid:session_id>/usage.csv",
+        usage_pages.session_usage_csv,
+        name="session_usage_csv",
+    ),
     path("sessions/<uuid:session_id>/", transcript_pages.session_detail, name="session_detail"),
     path(
         "sessions/<uuid:session_id>/records/<int:line>/output/",

@@ -27,6 +27,7 @@ from .selectors.worktrees import (
 )
 from .services.roots import UnsafePath, open_regular
 from .transcript import build_turns, full_item
+from .usage_charts import usage_context
 
 AGENT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Record ids are UUIDs in both CLIs; a damaged or hand-made file may hold others.
@@ -97,9 +98,13 @@ def project_list(request: HtmxHttpRequest) -> HttpResponse:
     query = _search(request)
     projects = grouped_with_worktrees(selectors.projects_for_dashboard(query=query))
     template = "sessions_app/project_list.html"
+    usage = {}
     if request.htmx:
         template += "#project-list"
+    else:
+        usage = usage_context()
     context = {
+        **usage,
         "projects": projects,
         "query": query,
         "live_since": timezone.now() - timedelta(seconds=LIVE_SECONDS),
@@ -134,6 +139,7 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "can_write": can_write(request.user),
         "can_worktree": can_manage_worktrees(request.user),
         "worktrees": [] if request.htmx else project_worktrees(project),
+        **({} if request.htmx else usage_context(project)),
         "live_since": timezone.now() - timedelta(seconds=LIVE_SECONDS),
         "poll_url": _poll_url(request, stamp, (s.updated_at for s in page.object_list)),
         "poll_every": LIST_POLL,

@@ -1,0 +1,33 @@
+"""Numbers for people: 12.3k tokens, $1.24."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def tokens(value: int | float | None) -> str:
+    """A token count: 950, 12.3k, 4.56M, 1.2B."""
+    n = float(value or 0)
+    for size, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= size:
+            scaled = n / size
+            return f"{scaled:.3g}{suffix}" if scaled < 100 else f"{scaled:.0f}{suffix}"
+    return f"{n:.0f}"
+
+
+@register.filter
+def usd(value: Decimal | float | None) -> str:
+    """Dollars: $0.0042 below a cent, $1.24, $1,234."""
+    amount = Decimal(value or 0)
+    if amount == 0:
+        return "$0"
+    if abs(amount) < Decimal("0.01"):
+        return f"${amount:.4f}"
+    if abs(amount) >= 1000:
+        return f"${amount:,.0f}"
+    return f"${amount:,.2f}"
