@@ -64,15 +64,16 @@ def rates(model: str, day: date | None, *, long_context: bool = False) -> Rates 
 
 
 def _override(model: str, prices: dict[str, Any]) -> Rates:
-    def get(name: str, fallback: str = "input") -> Decimal:
-        return Decimal(str(prices.get(name, prices.get(fallback, 0))))
-
+    """A setting's prices; a cache kind it leaves out pays the input price (an hour's write,
+    the cache write price)."""
+    base = Decimal(str(prices.get("input", 0)))
+    write = Decimal(str(prices.get("cache_write", base)))
     return Rates(
-        get("input"),
-        get("output"),
-        get("cache_write"),
-        get("cache_read"),
-        get("cache_write_1h", "cache_write"),
+        base,
+        Decimal(str(prices.get("output", 0))),
+        write,
+        Decimal(str(prices.get("cache_read", base))),
+        Decimal(str(prices.get("cache_write_1h", write))),
         "your setting (BRANCHBOARD_MODEL_PRICES)",
     )
 

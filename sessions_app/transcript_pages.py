@@ -15,9 +15,11 @@ from .formats.running import MODES
 from .models import Session
 from .permissions import can_manage_worktrees, can_run, can_write
 from .resume import resume_command
+from .selectors.usage import session_usage
 from .selectors.worktrees import file_backups_kept, worktree_possible
 from .services.runs import run_refresh
 from .transcript import PAGE_LIMITS, Page, build_page
+from .usage_charts import turn_chart
 from .views import LEAF_RE, HtmxHttpRequest, bounded_int, session_or_404
 
 
@@ -72,6 +74,8 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         template += "#turn-page"
     else:
         context["children"] = session.children.order_by("id")
+        context["usage_total"], context["usage_models"] = session_usage(session)
+        context["usage_turns"] = turn_chart(session)
         context["undo_available"] = selectors.undo_available(session)
         context["edit_prompt"] = selectors.edit_prompt(session)
     return render(request, template, context)

@@ -20,6 +20,8 @@ from . import exporting, selectors
 from .lineage import lineage_svg
 from .models import Project, Session
 from .permissions import can_manage_worktrees, can_write
+from .pricing import bundled_source
+from .selectors.usage import family_usage
 from .selectors.worktrees import (
     grouped_with_worktrees,
     project_worktrees,
@@ -191,7 +193,13 @@ def lineage(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     session = session_or_404(session_id)
     root, sessions = selectors.lineage_of(session)
     svg = lineage_svg(root, sessions, current=session)
-    return render(request, "sessions_app/lineage.html", {"session": session, "svg": svg})
+    context = {
+        "session": session,
+        "svg": svg,
+        "family": family_usage(sessions),
+        "price_source": bundled_source(),
+    }
+    return render(request, "sessions_app/lineage.html", context)
 
 
 @require_safe
