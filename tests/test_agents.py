@@ -65,6 +65,7 @@ FUNCTIONS = (
     "session_file",
     "project_folder_of",
     "is_session_path",
+    "usage_of",
 )
 INTERFACE = (*DATA, *FUNCTIONS, "rewind_line", "rewinds_by_appending", "run_args")
 

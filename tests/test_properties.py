@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sessions_app.models import Session
@@ -97,6 +97,24 @@ def test_import_agrees_with_reader_even_when_read_in_two_parts(
     Session.objects.all().delete()
 
 
+def test_a_rewound_branch_off_a_side_branch_is_abandoned(tmp_path: Path) -> None:
+    """p0 -> a1 -> p2 -> p3 rewound to a1, a5 after a1, rewound to p0, then p7.
+
+    The side branch a1 -> a5 holds no prompt (part of turn 1), but p2 -> p3, hanging
+    off it, was left by a rewind: abandoned, not prompts of turn 1.
+    """
+    steps = ["prompt", "answer", "prompt", "prompt", "rewind", "answer", "rewind", "prompt"]
+    folder = tmp_path / "-work-prop"
+    folder.mkdir()
+    path = folder / f"{uuid.uuid4()}.jsonl"
+    path.write_bytes(b"".join(build(steps)))
+    nodes, analysis = analyse_file(path)
+    assert analysis.turn_count == 2
+    assert [(b.at_turn, b.turns, b.prompt) for b in analysis.abandoned] == [(2, 2, "p2")]
+    assert [analysis.active[i] for i in range(len(nodes))] == [True, True, False, False, True, True]
+    assert analysis.turn == [1, 1, None, None, 1, 2]
+
+
 def test_generated_session_with_rewind_has_abandoned_branch(tmp_path: Path) -> None:
     lines = build(["prompt", "answer", "prompt", "answer", "rewind", "prompt", "answer"])
     folder = tmp_path / "-w"
@@ -112,6 +130,9 @@ def test_generated_session_with_rewind_has_abandoned_branch(tmp_path: Path) -> N
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(steps=st.lists(STEP, min_size=1, max_size=40), pick=st.integers(min_value=1, max_value=40))
+# Found by this test: a side branch without prompts hid a rewound branch hanging off it
+# (its prompts were counted in turn 1, and the fork of turn 1 was refused).
+@example(steps=["prompt", "prompt", "rewind", "answer", "rewind", "prompt"], pick=1)
 def test_fork_rows_equal_a_fresh_import_of_the_fork(
     tmp_path_factory: pytest.TempPathFactory, steps: list[str], pick: int
 ) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..formats import LOCAL_OUTPUT
 from .nodes import AbandonedBranch, Node
 from .turns import is_turn_start
-from .walks import latest_leaf, path_between, walk_subtree
+from .walks import conversation_time
 
 
 @dataclass(slots=True)
@@ -48,33 +49,72 @@ def number_path(
                 numbering.prompt_lines.append(i)
             numbering.active[i] = True
             numbering.turn[i] = numbering.current or None
-        current = numbering.current
         for child in children.get(i, ()):
-            if child in on_path:
-                continue
-            branch = walk_subtree(child, children)
-            branch_leaf = latest_leaf(nodes, branch, children, parent)
-            branch_path = path_between(child, branch_leaf, parent)
-            prompts = [
-                j
-                for j in branch_path
-                if is_turn_start(nodes[j], answered_locally=answered_locally(j))
-            ]
-            if prompts:
-                numbering.abandoned.append(
-                    AbandonedBranch(
-                        at_turn=current + 1,
-                        turns=len(prompts),
-                        first_line=nodes[child].line,
-                        leaf_uuid=nodes[branch_leaf].uuid,
-                        prompt=nodes[prompts[0]].text or "",
-                    )
+            if child not in on_path:
+                _place_side(nodes, child, children, parent, numbering, answered_locally)
+
+
+def _place_side(
+    nodes: Sequence[Node],
+    top: int,
+    children: dict[int, list[int]],
+    parent: list[int],
+    numbering: Numbering,
+    answered_locally: Callable[[int], bool],
+) -> None:
+    """Place the subtree under `top`, a side branch of the numbered path.
+
+    Each branch in it goes to its newest leaf (as the CLI would resume it): with a
+    prompt on the way it was left by a rewind (abandoned, its records unnumbered);
+    without one (progress records, parallel tool results, hook output) it is part of
+    the current turn, and the branches hanging off it are placed the same way.
+    """
+    current = numbering.current
+    best = _newest_leaf_below(nodes, top, children, parent)
+    pending = deque([top])
+    while pending:
+        start = pending.popleft()
+        path = [start]
+        while kids := [c for c in children.get(path[-1], ()) if c in best]:
+            path.append(max(kids, key=best.__getitem__))
+        prompts = [j for j in path if is_turn_start(nodes[j], answered_locally=answered_locally(j))]
+        if prompts:
+            numbering.abandoned.append(
+                AbandonedBranch(
+                    at_turn=current + 1,
+                    turns=len(prompts),
+                    first_line=nodes[start].line,
+                    leaf_uuid=nodes[path[-1]].uuid,
+                    prompt=nodes[prompts[0]].text or "",
                 )
-                continue
-            # Progress records, parallel tool results, hook output: part of this turn.
-            for j in branch:
-                numbering.active[j] = True
-                numbering.turn[j] = current or None
+            )
+            continue
+        on_branch = set(path)
+        for j in path:
+            numbering.active[j] = True
+            numbering.turn[j] = current or None
+            pending.extend(c for c in children.get(j, ()) if c in best and c not in on_branch)
+
+
+def _newest_leaf_below(
+    nodes: Sequence[Node], top: int, children: dict[int, list[int]], parent: list[int]
+) -> dict[int, tuple]:
+    """For each node under `top`, the rank (time, index) of the newest leaf below it."""
+    order: list[int] = []
+    seen: set[int] = set()
+    stack = [top]
+    while stack:
+        i = stack.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        order.append(i)
+        stack.extend(children.get(i, ()))
+    best: dict[int, tuple] = {}
+    for i in reversed(order):  # children before their parents
+        below = [best[c] for c in children.get(i, ()) if c in best]
+        best[i] = max(below) if below else (conversation_time(nodes, i, parent), i)
+    return best
 
 
 def place_outside(
