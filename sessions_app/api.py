@@ -101,8 +101,8 @@ def _authenticate(request: ApiRequest, *, write: bool) -> HttpResponse | None:
     scheme, _, key = header.partition(" ")
     token = None
     if scheme.lower() == "bearer" and key.strip():
-        token = ApiToken.objects.select_related("user").filter(key_hash=ApiToken.hash(key.strip()))
-        token = token.first()
+        tokens = ApiToken.objects.select_related("user")
+        token = tokens.filter(key_hash=ApiToken.hash(key.strip())).first()
     if token is None:
         response = _error(401, "missing or invalid bearer token")
         response["WWW-Authenticate"] = 'Bearer realm="branchboard"'

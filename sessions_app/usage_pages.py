@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_safe
 
@@ -74,7 +75,7 @@ def _csv(name: str, header: list[str], rows: Iterable[list]) -> StreamingHttpRes
 
 
 @require_safe
-def usage_csv(request: HttpRequest) -> HttpResponse:
+def usage_csv(request: HttpRequest) -> HttpResponseBase:
     """`/usage.csv?by=day|model|project[&project=N]`: every row of the usage tables."""
     by = request.GET.get("by", "day")
     project = None
@@ -106,7 +107,7 @@ def usage_csv(request: HttpRequest) -> HttpResponse:
 
 
 @require_safe
-def session_usage_csv(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+def session_usage_csv(request: HttpRequest, session_id: uuid.UUID) -> HttpResponseBase:
     """`/sessions/<id>/usage.csv`: the active branch's usage per turn."""
     session = session_or_404(session_id)
     rows = ([n, *_values(t)] for n, t in turn_usage(session))

@@ -70,7 +70,7 @@ def stacked_bars(
     label_every = max(1, len(bars) // 8)
     for i, bar in enumerate(bars):
         x = left + i * step + (step - bar_w) / 2
-        y = pad_top + plot_h
+        y = float(pad_top + plot_h)
         for segment in segments:
             value = bar.pieces.get(segment, 0.0)
             if value <= 0:

@@ -106,14 +106,14 @@ def _grouped(extra_group: str | None, joins: str, where: str, params: list) -> l
 
 @dataclass
 class DayUsage:
-    day: date
+    day: date | None
     models: dict[str, Totals]
     total: Totals
 
 
 def usage_by_day(*, project: int | None = None, agent: str = "") -> list[DayUsage]:
     """Each day with usage (UTC), by model, newest last; every message counted once."""
-    joins, where, params = "", 'NOT u."copy"', []
+    joins, where, params = "", 'NOT u."copy"', list[object]()
     if project is not None or agent:
         joins = f"JOIN {Session._meta.db_table} s ON s.id = u.session_id"
     if project is not None:
@@ -124,7 +124,7 @@ def usage_by_day(*, project: int | None = None, agent: str = "") -> list[DayUsag
         params.append(agent)
     days: dict[date | None, DayUsage] = {}
     for _, model, day, long, counts in _grouped(None, joins, where, params):
-        entry = days.setdefault(day, DayUsage(day, {}, Totals()))  # type: ignore[arg-type]
+        entry = days.setdefault(day, DayUsage(day, {}, Totals()))
         entry.models.setdefault(model, Totals()).add(model, day, long, counts)
         entry.total.add(model, day, long, counts)
     return [days[d] for d in sorted(days, key=lambda d: d or date.min)]
@@ -151,7 +151,7 @@ def usage_by_model(*, project: int | None = None) -> dict[str, Totals]:
 
 def session_usage(session: Session) -> tuple[Totals, dict[str, Totals]]:
     """Everything the session's file holds (copied messages too), in total and per model."""
-    total, per_model = Totals(), {}
+    total, per_model = Totals(), dict[str, Totals]()
     for _, model, day, long, counts in _grouped(None, "", "u.session_id = %s", [session.pk]):
         total.add(model, day, long, counts)
         per_model.setdefault(model, Totals()).add(model, day, long, counts)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db import connection, transaction
 from django.db.models import F, Min
@@ -102,7 +103,7 @@ def _slice(session: Session, report: UsageReport) -> tuple[bool, int]:
         .values_list("line", "offset", "length", "digest", "timestamp")
     )
     usage_of = agent_for(session.agent).usage_of
-    found: dict[str, tuple[int, object, MessageUsage]] = {}
+    found: dict[str, tuple[int, datetime | None, MessageUsage]] = {}
     with open_regular(session.path, root=session.project.root) as f:
         for line, offset, length, digest, at in rows.iterator(chunk_size=2000):
             f.seek(offset)
@@ -124,11 +125,11 @@ def _slice(session: Session, report: UsageReport) -> tuple[bool, int]:
     return high >= count, len(found)
 
 
-def _store(session: Session, found: dict[str, tuple[int, object, MessageUsage]]) -> None:
+def _store(session: Session, found: dict[str, tuple[int, datetime | None, MessageUsage]]) -> None:
     """Insert the new messages; merge those the session already holds into their rows."""
     if not found:
         return
-    held = {}
+    held: dict[str, tuple] = {}
     keys = sorted(found)
     for start in range(0, len(keys), 500):
         chunk = keys[start : start + 500]
@@ -143,7 +144,7 @@ def _store(session: Session, found: dict[str, tuple[int, object, MessageUsage]])
                 "cache_write_1h_tokens",
             )
         )
-    elsewhere = set()
+    elsewhere: set[str] = set()
     fresh = [k for k in keys if k not in held]
     for start in range(0, len(fresh), 500):
         chunk = fresh[start : start + 500]
