@@ -273,3 +273,22 @@ def test_a_long_session_is_indexed_in_slices(tmp_path: Path, db, monkeypatch) ->
     assert report.lines == 40 and session.search_lines == 40
     assert session.records.filter(search_text__isnull=False).count() == 40
     assert found_pks('"prompt 17"', session=session.pk) == {session.pk}
+
+
+def test_the_watchers_pass_makes_an_append_searchable_and_counted(
+    tmp_path: Path, transactional_db: None
+) -> None:
+    from sessions_app.management.commands import import_sessions as command
+    from sessions_app.models import Usage
+
+    path, records = make_session(tmp_path / "root", 1)
+    assert command._import_pass([tmp_path / "root"]) is True
+    session = Session.objects.get(path=str(path))
+    sid = str(session.session_id)
+    user = user_record("watch the glorptastic change", sid=sid, parent=records[-1]["uuid"])
+    answer = assistant_record("done", sid=sid, parent=user["uuid"])
+    with path.open("ab") as f:
+        f.write(jsonl([user, answer]))
+    assert command._import_pass([tmp_path / "root"]) is True
+    assert found_pks("glorptastic") == {session.pk}
+    assert Usage.objects.filter(session=session).count() == 2

@@ -9,7 +9,8 @@ hostile or enormous transcript still renders in bounded time as inert markup.
 
 Modules, one rule each: `text` (plain text: cleaned, cut, terminal output and tool
 listings), `code` (highlighting), `markdown` (Markdown and the sanitiser's
-allow-list), `diffs` (line diffs as tables). Every name is re-exported here.
+allow-list), `diffs` (line diffs as tables), `charts` (bar charts as SVG, imported
+from their module). Every name of the first four is re-exported here.
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@ Modules, one capability each: `lists` (projects, the sessions of a project, one
 listed session), `records` (transcript records of a page, read from the file
 through the index), `branches` (abandoned branches and their pages), `family`
 (fork lineage and subagent transcripts), `facts` (a session's summary, turns,
-prompt texts, undo and edit state). Callers use `selectors.<name>`; every name
-is re-exported here.
+prompt texts, undo and edit state), `search` (hits across sessions, one per
+distinct text, grouped by session) and `usage` (tokens and cost per day, model,
+project, session, turn and family; imported from their modules, not re-exported).
+Callers use `selectors.<name>`; every name of the first five is re-exported here.
 """
 
 from __future__ import annotations
