@@ -292,3 +292,15 @@ def test_the_watchers_pass_makes_an_append_searchable_and_counted(
     assert command._import_pass([tmp_path / "root"]) is True
     assert found_pks("glorptastic") == {session.pk}
     assert Usage.objects.filter(session=session).count() == 2
+
+
+def test_whole_words_first_then_any_substring(indexed: Path, monkeypatch) -> None:
+    """PostgreSQL looks whole words up first and stops when they fill the list; a part
+    of a word is still found (the substring pass). SQLite finds both in one pass."""
+    from sessions_app.selectors import search as search_module
+
+    monkeypatch.setattr(search_module, "ROW_LIMIT", 3)
+    results = search(SearchQuery("the", everything=True))
+    assert results.truncated and 1 <= results.texts <= 3
+    assert WEBAPP in found("ubtrac")  # inside "subtract", never a whole word
+    assert WEBAPP in found("nonexistent_di")  # code, cut short

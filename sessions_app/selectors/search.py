@@ -10,6 +10,7 @@ Snippets are plain text with match spans: whoever shows them escapes them.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -26,6 +27,7 @@ ROW_LIMIT = 400  # record rows fetched per search, best first
 SESSION_LIMIT = 50  # sessions shown
 HITS_PER_SESSION = 3  # hits shown per session (the rest: "only in this session")
 WINDOW = 400  # characters of a text fetched around its first match
+PLAIN_WORD = re.compile(r"[A-Za-z0-9]+")
 
 
 @dataclass
@@ -153,29 +155,56 @@ def _ranked_rows(query: SearchQuery, terms: list[str]) -> list[tuple]:
     filters = "".join(f" AND {w}" for w in where)
     columns = "r.session_id, r.line, r.search_text_id, r.turn, r.active, r.kind"
     if connection.vendor == "postgresql":
-        text = SearchText._meta.db_table
-        likes = " AND ".join(["t.text ILIKE %s"] * len(terms))
-        sql = (
-            f"SELECT {columns} FROM {text} t "  # noqa: S608 (names are ours)
-            f"JOIN {record} r ON r.search_text_id = t.id "
-            f"JOIN {session} s ON s.id = r.session_id WHERE {likes}{filters} "
-            "ORDER BY ts_rank(t.words, plainto_tsquery('simple', %s)) DESC, "
-            "r.session_id, r.line LIMIT %s"
-        )
-        values = [f"%{_like_escape(t)}%" for t in terms] + params + [" ".join(terms), ROW_LIMIT]
-    else:
-        match = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        sql = (
-            f"SELECT {columns} FROM search_fts "  # noqa: S608 (names are ours)
-            f"JOIN {record} r ON r.search_text_id = search_fts.rowid "
-            f"JOIN {session} s ON s.id = r.session_id "
-            f"WHERE search_fts MATCH %s{filters} "
-            "ORDER BY search_fts.rank, r.session_id, r.line LIMIT %s"
-        )
-        values = [match, *params, ROW_LIMIT]
+        return _postgres_rows(terms, columns, filters, params)
+    match = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    sql = (
+        f"SELECT {columns} FROM search_fts "  # noqa: S608 (names are ours)
+        f"JOIN {record} r ON r.search_text_id = search_fts.rowid "
+        f"JOIN {session} s ON s.id = r.session_id "
+        f"WHERE search_fts MATCH %s{filters} "
+        "ORDER BY search_fts.rank, r.session_id, r.line LIMIT %s"
+    )
+    values = [match, *params, ROW_LIMIT]
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
         return cursor.fetchall()
+
+
+def _postgres_rows(terms: list[str], columns: str, filters: str, params: list) -> list[tuple]:
+    """PostgreSQL: whole words through the full-text index first; if they do not fill the
+    list, every substring match through the trigram index (`ILIKE`), ranked the same way."""
+    text, record = SearchText._meta.db_table, Record._meta.db_table
+    session = Session._meta.db_table
+    joins = (
+        f"FROM {text} t JOIN {record} r ON r.search_text_id = t.id "
+        f"JOIN {session} s ON s.id = r.session_id"
+    )
+    words = " && ".join(["phraseto_tsquery('simple', %s)"] * len(terms))
+    rank = f"ORDER BY ts_rank(t.words, {words}) DESC, r.session_id, r.line LIMIT %s"
+    # A term that is not one plain word (code, a phrase) is checked as the substring it is.
+    checked = [t for t in terms if not PLAIN_WORD.fullmatch(t)]
+    likes = "".join(" AND t.text ILIKE %s" for _ in checked)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT bool_and(numnode(phraseto_tsquery('simple', x)) > 0) "
+                       "FROM unnest(%s::text[]) AS x", [terms])  # fmt: skip
+        if cursor.fetchone()[0]:
+            cursor.execute(
+                f"SELECT {columns} {joins} WHERE t.words @@ ({words}){likes}{filters} {rank}",
+                [*terms, *(_like(t) for t in checked), *params, *terms, ROW_LIMIT],
+            )
+            rows = cursor.fetchall()
+            if len(rows) >= ROW_LIMIT:
+                return rows
+        every = " AND ".join(["t.text ILIKE %s"] * len(terms))
+        cursor.execute(
+            f"SELECT {columns} {joins} WHERE {every}{filters} {rank}",
+            [*(_like(t) for t in terms), *params, *terms, ROW_LIMIT],
+        )
+        return cursor.fetchall()
+
+
+def _like(term: str) -> str:
+    return f"%{_like_escape(term)}%"
 
 
 def _fill_snippets(seen: dict[int, Hit], ids: list[int], terms: list[str]) -> None:

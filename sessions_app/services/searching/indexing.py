@@ -153,7 +153,9 @@ def _texts_by_uuid(uuids: list[str]) -> dict[str, int]:
     unique = sorted(set(uuids))
     for start in range(0, len(unique), 500):
         chunk = unique[start : start + 500]
-        found.update(SearchText.objects.filter(uuid__in=chunk).values_list("uuid", "pk"))
+        # `uuid != ""` repeated so the databases use the partial unique index.
+        texts = SearchText.objects.filter(uuid__in=chunk).exclude(uuid="")
+        found.update(texts.values_list("uuid", "pk"))
     return found
 
 
