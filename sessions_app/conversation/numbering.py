@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from ..formats import LOCAL_OUTPUT
 from .nodes import AbandonedBranch, Node
 from .turns import is_turn_start
-from .walks import conversation_time
+from .walks import conversation_time, subtree
 
 
 @dataclass(slots=True)
@@ -100,18 +100,8 @@ def _newest_leaf_below(
     nodes: Sequence[Node], top: int, children: dict[int, list[int]], parent: list[int]
 ) -> dict[int, tuple]:
     """For each node under `top`, the rank (time, index) of the newest leaf below it."""
-    order: list[int] = []
-    seen: set[int] = set()
-    stack = [top]
-    while stack:
-        i = stack.pop()
-        if i in seen:
-            continue
-        seen.add(i)
-        order.append(i)
-        stack.extend(children.get(i, ()))
     best: dict[int, tuple] = {}
-    for i in reversed(order):  # children before their parents
+    for i in reversed(subtree(top, children)):  # children before their parents
         below = [best[c] for c in children.get(i, ()) if c in best]
         best[i] = max(below) if below else (conversation_time(nodes, i, parent), i)
     return best

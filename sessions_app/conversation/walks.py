@@ -68,21 +68,8 @@ def path_to(leaf: int, parent: list[int]) -> list[int]:
     return path
 
 
-def path_between(top: int, leaf: int, parent: list[int]) -> list[int]:
-    """The path from `top` down to `leaf`, walking up only as far as `top`."""
-    path: list[int] = []
-    i = leaf
-    while i >= 0 and len(path) <= len(parent):
-        path.append(i)
-        if i == top:
-            path.reverse()
-            return path
-        i = parent[i]
-    return [top]
-
-
-def walk_subtree(top: int, children: dict[int, list[int]]) -> list[int]:
-    """`top` and everything below it, in file order."""
+def subtree(top: int, children: dict[int, list[int]]) -> list[int]:
+    """`top` and everything below it, each node before its children; a cycle ends the walk."""
     out: list[int] = []
     stack = [top]
     seen: set[int] = set()
@@ -93,5 +80,4 @@ def walk_subtree(top: int, children: dict[int, list[int]]) -> list[int]:
         seen.add(i)
         out.append(i)
         stack.extend(children.get(i, ()))
-    out.sort()
     return out
