@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from django.db.models import Q
 from django.test import Client
 
 from sessions_app.formats.search_text import matches, query_terms, snippet
@@ -304,3 +305,28 @@ def test_whole_words_first_then_any_substring(indexed: Path, monkeypatch) -> Non
     assert results.truncated and 1 <= results.texts <= 3
     assert WEBAPP in found("ubtrac")  # inside "subtract", never a whole word
     assert WEBAPP in found("nonexistent_di")  # code, cut short
+
+
+def test_a_very_common_term_is_ranked_among_its_newest_matches(indexed: Path, monkeypatch) -> None:
+    from django.db import connection
+
+    from sessions_app.selectors import search as search_module
+
+    monkeypatch.setattr(search_module, "ROW_LIMIT", 3)
+    monkeypatch.setattr(search_module, "RANK_WINDOW", 5)
+    results = search(SearchQuery("the"))
+    assert results.windowed is (connection.vendor == "sqlite")
+    assert results.truncated and results.texts >= 1
+    if results.windowed:
+        # Every hit is among the five newest matching record rows in scope.
+        in_scope = Record.objects.filter(
+            search_text__text__icontains="the", sidechain=False, session__is_subagent=False
+        ).filter(Q(active=True) | Q(kind="title"))
+        newest = sorted(in_scope.values_list("search_text", flat=True), reverse=True)[:5]
+        shown = [
+            Record.objects.get(session=g.session, line=h.line).search_text_id
+            for g in results.groups
+            for h in g.hits
+        ]
+        assert shown and all(t >= newest[-1] for t in shown)
+    assert search(SearchQuery('"Exit code 4"')).windowed is False  # one match: all ranked

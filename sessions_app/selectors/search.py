@@ -24,6 +24,7 @@ from ..formats.search_text import PART_LABELS, query_terms, short_terms, snippet
 from ..models import Record, SearchText, Session
 
 ROW_LIMIT = 400  # record rows fetched per search, best first
+RANK_WINDOW = 1200  # SQLite: a term matched more often is ranked among its newest matches
 SESSION_LIMIT = 50  # sessions shown
 HITS_PER_SESSION = 3  # hits shown per session (the rest: "only in this session")
 WINDOW = 400  # characters of a text fetched around its first match
@@ -93,6 +94,7 @@ class SearchResults:
     groups: list[SessionHits] = field(default_factory=list)
     short: list[str] = field(default_factory=list)  # terms too short to search for
     truncated: bool = False  # more matched than were ranked
+    windowed: bool = False  # a very common term: ranked among its newest matches only
     texts: int = 0  # distinct texts found
     seconds: float = 0.0
 
@@ -104,7 +106,7 @@ def search(query: SearchQuery) -> SearchResults:
     terms = query.terms
     if not terms:
         return results
-    rows = _ranked_rows(query, terms)
+    rows, results.windowed = _ranked_rows(query, terms)
     results.truncated = len(rows) >= ROW_LIMIT
     seen: dict[int, Hit] = {}
     order: list[int] = []
@@ -130,7 +132,8 @@ def search(query: SearchQuery) -> SearchResults:
     return results
 
 
-def _ranked_rows(query: SearchQuery, terms: list[str]) -> list[tuple]:
+def _ranked_rows(query: SearchQuery, terms: list[str]) -> tuple[list[tuple], bool]:
+    """The best record rows, and whether they were ranked among the newest matches only."""
     record, session = Record._meta.db_table, Session._meta.db_table
     where: list[str] = []
     params: list = []
@@ -155,19 +158,28 @@ def _ranked_rows(query: SearchQuery, terms: list[str]) -> list[tuple]:
     filters = "".join(f" AND {w}" for w in where)
     columns = "r.session_id, r.line, r.search_text_id, r.turn, r.active, r.kind"
     if connection.vendor == "postgresql":
-        return _postgres_rows(terms, columns, filters, params)
+        return _postgres_rows(terms, columns, filters, params), False
     match = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
-    sql = (
-        f"SELECT {columns} FROM search_fts "  # noqa: S608 (names are ours)
-        f"JOIN {record} r ON r.search_text_id = search_fts.rowid "
-        f"JOIN {session} s ON s.id = r.session_id "
-        f"WHERE search_fts MATCH %s{filters} "
-        "ORDER BY search_fts.rank, r.session_id, r.line LIMIT %s"
+    base = (
+        f"FROM search_fts JOIN {record} r ON r.search_text_id = search_fts.rowid "
+        f"JOIN {session} s ON s.id = r.session_id WHERE search_fts MATCH %s{filters}"
     )
-    values = [match, *params, ROW_LIMIT]
     with connection.cursor() as cursor:
-        cursor.execute(sql, values)
-        return cursor.fetchall()
+        # Ranking every match of a very common term costs more than it tells: such a
+        # term is ranked among its newest RANK_WINDOW matches (FTS5 walks its matches
+        # newest first and stops there); a rarer one among all of them.
+        cursor.execute(
+            f"SELECT search_fts.rowid {base} ORDER BY search_fts.rowid DESC LIMIT 1 OFFSET %s",
+            [match, *params, RANK_WINDOW - 1],
+        )
+        edge = cursor.fetchone()
+        window = " AND search_fts.rowid >= %s" if edge else ""
+        cursor.execute(
+            f"SELECT {columns} {base}{window} "
+            "ORDER BY search_fts.rank, r.session_id, r.line LIMIT %s",
+            [match, *params, *([edge[0]] if edge else []), ROW_LIMIT],
+        )
+        return cursor.fetchall(), edge is not None
 
 
 def _postgres_rows(terms: list[str], columns: str, filters: str, params: list) -> list[tuple]:
