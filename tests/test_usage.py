@@ -255,3 +255,24 @@ def test_prices_set_in_the_environment_are_checked(monkeypatch) -> None:
         monkeypatch.setenv("BB_PRICES", bad)
         with pytest.raises(ImproperlyConfigured):
             env_prices("BB_PRICES")
+
+
+def test_unit_rates_give_what_genai_prices_calc_price_gives() -> None:
+    from datetime import date, datetime
+
+    from genai_prices import Usage as Priced
+    from genai_prices import calc_price
+
+    cases = [(SONNET, False), ("claude-opus-4-1", False), (SONNET, True)]
+    for model, long in cases:
+        i, o, w, r = (250_000, 900, 3000, 7000) if long else (1200, 900, 3000, 7000)
+        ours = rates(model, date(2026, 3, 1), long_context=long)
+        assert ours is not None
+        theirs = calc_price(
+            Priced(
+                input_tokens=i + w + r, output_tokens=o, cache_write_tokens=w, cache_read_tokens=r
+            ),
+            model_ref=model,
+            genai_request_timestamp=datetime(2026, 3, 1, 12),
+        )
+        assert ours.cost(i, o, w, r) == theirs.total_price, model
