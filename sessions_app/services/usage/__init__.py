@@ -34,7 +34,9 @@ class UsageReport:
     errors: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        return f"usage: {self.sessions} session(s) counted, {self.messages} message(s) seen"
+        return (
+            f"usage: {self.sessions} session(s) counted, {self.messages} assistant record(s) read"
+        )
 
 
 class _Behind(Exception):
