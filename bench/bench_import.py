@@ -30,18 +30,21 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.corpus import long_session, replicated_corpus  # noqa: E402 (needs the path above)
+from bench.corpus import (  # noqa: E402 (needs the path above)
+    fresh_database,
+    long_session,
+    replicated_corpus,
+)
 
 MB = 1_000_000
 PG_URL = "postgres://postgres@127.0.0.1:5432/postgres"
@@ -157,30 +160,6 @@ def _run_child(mode: str, root: Path, env: dict[str, str]) -> dict[str, Any]:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-@contextmanager
-def fresh_database(backend: str, data_dir: Path, pg_url: str) -> Iterator[dict[str, str]]:
-    """The environment of a child process that finds a fresh, empty database."""
-    env = dict(os.environ, BRANCHBOARD_DATA_DIR=str(data_dir))
-    env["DJANGO_SETTINGS_MODULE"] = "branchboard.settings"
-    env.pop("DATABASE_URL", None)
-    if backend == "sqlite":
-        yield env
-        return
-    import psycopg
-
-    admin = pg_url.replace("postgres://", "postgresql://", 1)
-    parts = urlsplit(pg_url)
-    env["DATABASE_URL"] = urlunsplit(parts._replace(path="/" + PG_BENCH_DB))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {PG_BENCH_DB} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {PG_BENCH_DB}")
-    try:
-        yield env
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {PG_BENCH_DB} WITH (FORCE)")
-
-
 def measure(
     backend: str,
     work: Path,
@@ -193,7 +172,9 @@ def measure(
     """The corpus import (best of `repeat`, each on a fresh database), then the big session."""
     runs = []
     for n in range(repeat):
-        with fresh_database(backend, work / f"data-{backend}-corpus-{n}", pg_url) as env:
+        with fresh_database(
+            backend, work / f"data-{backend}-corpus-{n}", pg_url, PG_BENCH_DB
+        ) as env:
             if profile:
                 env["BENCH_PROFILE"] = str(Path.cwd() / f"import-{backend}.prof")
             runs.append(_run_child("corpus", corpus_root, env))
@@ -201,7 +182,7 @@ def measure(
     out["session"] = None
     if big_root is None:
         return out
-    with fresh_database(backend, work / f"data-{backend}-session", pg_url) as env:
+    with fresh_database(backend, work / f"data-{backend}-session", pg_url, PG_BENCH_DB) as env:
         _run_child("migrate", big_root, env)
         out["session"] = _run_child("session", big_root, env)
     return out

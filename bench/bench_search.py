@@ -48,13 +48,11 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from itertools import islice
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
@@ -62,7 +60,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_import import _table, best_baseline  # noqa: E402 (needs the path above)
-from bench.corpus import FIXTURES  # noqa: E402
+from bench.corpus import FIXTURES, fresh_database  # noqa: E402
 
 MB = 1_000_000
 PG_URL = "postgres://postgres@127.0.0.1:5432/postgres"
@@ -593,30 +591,6 @@ def _run_child(work: Path, env: dict[str, str]) -> dict[str, Any]:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-@contextmanager
-def fresh_database(backend: str, data_dir: Path, pg_url: str) -> Iterator[dict[str, str]]:
-    """The environment of a child process that finds a fresh, empty database."""
-    env = dict(os.environ, BRANCHBOARD_DATA_DIR=str(data_dir))
-    env["DJANGO_SETTINGS_MODULE"] = "branchboard.settings"
-    env.pop("DATABASE_URL", None)
-    if backend == "sqlite":
-        yield env
-        return
-    import psycopg
-
-    admin = pg_url.replace("postgres://", "postgresql://", 1)
-    parts = urlsplit(pg_url)
-    env["DATABASE_URL"] = urlunsplit(parts._replace(path="/" + PG_BENCH_DB))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {PG_BENCH_DB} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {PG_BENCH_DB}")
-    try:
-        yield env
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {PG_BENCH_DB} WITH (FORCE)")
-
-
 def _stats(r: dict, scope: str) -> tuple[float, float]:
     times = [q[scope] for q in r["queries"]]
     return statistics.median(times), _percentile(times, 95)
@@ -753,7 +727,9 @@ def main() -> None:
         for backend in ["sqlite"] + (["postgres"] if args.postgres else []):
             print(f"measuring {backend} ...", flush=True)
             start = time.perf_counter()
-            with fresh_database(backend, work / f"data-{backend}", args.postgres_url) as env:
+            with fresh_database(
+                backend, work / f"data-{backend}", args.postgres_url, PG_BENCH_DB
+            ) as env:
                 results[backend] = _run_child(work, env)
             print(f"  done in {time.perf_counter() - start:.0f} s", flush=True)
     finally:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
@@ -199,3 +201,33 @@ def django_setup(data_dir: Path) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+@contextmanager
+def fresh_database(
+    backend: str, data_dir: Path, pg_url: str, pg_name: str
+) -> Iterator[dict[str, str]]:
+    """The environment of a child process that finds a fresh, empty database.
+
+    SQLite: a new file in `data_dir`. PostgreSQL: database `pg_name`, created next to
+    the one `pg_url` names (whose tables are never touched) and dropped afterwards.
+    """
+    env = dict(os.environ, BRANCHBOARD_DATA_DIR=str(data_dir))
+    env["DJANGO_SETTINGS_MODULE"] = "branchboard.settings"
+    env.pop("DATABASE_URL", None)
+    if backend == "sqlite":
+        yield env
+        return
+    import psycopg
+
+    admin = pg_url.replace("postgres://", "postgresql://", 1)
+    parts = urlsplit(pg_url)
+    env["DATABASE_URL"] = urlunsplit(parts._replace(path="/" + pg_name))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {pg_name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {pg_name}")
+    try:
+        yield env
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {pg_name} WITH (FORCE)")
