@@ -58,7 +58,7 @@ def usage_context(project: Project | None = None) -> dict:
         if days
         else None,
         "usage_total": _total(days),
-        "usage_models": usage_by_model(project=project.pk if project else None),
+        "usage_models": usage_by_model(days=days),
         "price_source": bundled_source(),
     }
 

@@ -330,3 +330,34 @@ def test_a_very_common_term_is_ranked_among_its_newest_matches(indexed: Path, mo
         ]
         assert shown and all(t >= newest[-1] for t in shown)
     assert search(SearchQuery('"Exit code 4"')).windowed is False  # one match: all ranked
+
+
+def test_a_database_error_on_one_session_is_reported_and_the_pass_goes_on(
+    tmp_path: Path, db, monkeypatch
+) -> None:
+    from django.db import OperationalError
+
+    from sessions_app.services.searching import indexing
+
+    first, _ = make_session(tmp_path / "root", 1)
+    second, _ = make_session(tmp_path / "root", 1)
+    sessions_import(roots=[tmp_path / "root"])
+    ids = list(
+        Session.objects.filter(path__in=[str(first), str(second)]).values_list("pk", flat=True)
+    )
+    real = indexing._new_ids
+    calls = []
+
+    def locked_once(n: int) -> list[int]:
+        calls.append(n)
+        if len(calls) == 1:
+            raise OperationalError("database is locked")
+        return real(n)
+
+    monkeypatch.setattr(indexing, "_new_ids", locked_once)
+    report = search_refresh(session_ids=ids)
+    assert len(report.errors) == 1 and "database is locked" in report.errors[0]
+    assert report.sessions == 1  # the other session was indexed
+    again = search_refresh(session_ids=ids)  # the next pass catches up
+    assert not again.errors and again.sessions == 1
+    assert not Session.objects.filter(pk__in=ids, search_lines=0).exists()

@@ -140,10 +140,12 @@ def usage_by_project() -> dict[int, Totals]:
     return dict(out)
 
 
-def usage_by_model(*, project: int | None = None) -> dict[str, Totals]:
-    """Totals per model, every message counted once."""
+def usage_by_model(
+    *, project: int | None = None, days: list[DayUsage] | None = None
+) -> dict[str, Totals]:
+    """Totals per model, every message counted once (from `days` when given)."""
     out: dict[str, Totals] = {}
-    for day in usage_by_day(project=project):
+    for day in usage_by_day(project=project) if days is None else days:
         for model, totals in day.models.items():
             out.setdefault(model, Totals()).merge(totals)
     return dict(sorted(out.items(), key=lambda kv: -kv[1].tokens))

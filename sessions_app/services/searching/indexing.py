@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from zlib_ng.zlib_ng import crc32
 
 from ...formats import TITLE, agent_for
@@ -37,6 +37,9 @@ def session_index(session: Session, report: SearchReport) -> None:
                 f"{session.path}: the file changed since it was imported; "
                 "it is indexed for search after the next import"
             )
+            return
+        except DatabaseError as exc:  # a lock held too long, a race with another pass
+            report.errors.append(f"{session.path}: not searchable yet ({exc}); tried again later")
             return
         report.lines += lines
         if lines and not counted:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Min
 from zlib_ng.zlib_ng import crc32
 
@@ -66,6 +66,10 @@ def usage_refresh(*, session_ids: Iterable[int] | None = None) -> UsageReport:
             report.errors.append(
                 f"{session.path}: the file changed since it was imported; "
                 "its usage is counted after the next import"
+            )
+        except DatabaseError as exc:  # a lock held too long, a race with another pass
+            report.errors.append(
+                f"{session.path}: usage not counted yet ({exc}); tried again later"
             )
     return report
 
