@@ -361,3 +361,12 @@ def test_a_database_error_on_one_session_is_reported_and_the_pass_goes_on(
     again = search_refresh(session_ids=ids)  # the next pass catches up
     assert not again.errors and again.sessions == 1
     assert not Session.objects.filter(pk__in=ids, search_lines=0).exists()
+
+
+def test_on_a_team_server_the_search_api_wants_a_token_not_a_login(
+    indexed: Path, client: Client, team
+) -> None:
+    response = client.get("/api/search", {"q": "subtract"}, HTTP_HOST="team.example")
+    assert response.status_code == 401 and response.json()["error"]
+    page = client.get("/search/", {"q": "subtract"}, HTTP_HOST="team.example")
+    assert page.status_code == 302 and "/login" in page["Location"]
