@@ -196,3 +196,33 @@ window.addEventListener("load", function () {
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", highlight);
   else highlight();
 })();
+
+// Theme toggle: follow the system, dark, light; remembered in this browser.
+(function () {
+  "use strict";
+  const ORDER = ["system", "dark", "light"];
+  function current() {
+    return document.documentElement.getAttribute("data-theme") || "system";
+  }
+  function show(button) {
+    button.textContent = "Theme: " + current();
+  }
+  document.addEventListener("click", function (event) {
+    const button = event.target.closest("#theme-toggle");
+    if (!button) return;
+    const next = ORDER[(ORDER.indexOf(current()) + 1) % ORDER.length];
+    if (next === "system") document.documentElement.removeAttribute("data-theme");
+    else document.documentElement.setAttribute("data-theme", next);
+    try {
+      if (next === "system") window.localStorage.removeItem("branchboard-theme");
+      else window.localStorage.setItem("branchboard-theme", next);
+    } catch (e) { /* storage blocked: this page only */ }
+    show(button);
+  });
+  function ready() {
+    const button = document.getElementById("theme-toggle");
+    if (button) { button.hidden = false; show(button); }
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", ready);
+  else ready();
+})();
