@@ -226,3 +226,63 @@ window.addEventListener("load", function () {
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", ready);
   else ready();
 })();
+
+// Keys on the transcript: j/k next/previous turn, o or Enter open (or close) its tool
+// calls and thinking, b branch from it; on every page, / search and ? this list.
+(function () {
+  "use strict";
+  function typing(el) {
+    return el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT|BUTTON)$/.test(el.tagName));
+  }
+  function turns() {
+    return Array.prototype.slice.call(document.querySelectorAll("#turns article.turn"));
+  }
+  function focused() {
+    return document.querySelector("#turns article.turn.focused");
+  }
+  function focusTurn(turn) {
+    const old = focused();
+    if (old) old.classList.remove("focused");
+    turn.classList.add("focused");
+    turn.setAttribute("tabindex", "-1");
+    turn.focus({ preventScroll: true });
+    turn.scrollIntoView({ block: "start" });
+  }
+  function move(step) {
+    const all = turns();
+    if (!all.length) return;
+    const at = all.indexOf(focused());
+    let next;
+    if (at < 0) {
+      // From where the reader is: the first turn whose top is below the window's top.
+      next = all.find(function (t) { return t.getBoundingClientRect().top > 1; }) || all[all.length - 1];
+      if (step < 0) next = all[Math.max(0, all.indexOf(next) - 1)];
+    } else {
+      next = all[Math.min(all.length - 1, Math.max(0, at + step))];
+    }
+    focusTurn(next);
+  }
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+    const help = document.getElementById("keys-help");
+    if (event.key === "?") {
+      if (help && !help.open) help.showModal();
+      else if (help) help.close();
+      event.preventDefault();
+      return;
+    }
+    if (!document.getElementById("turns")) return;
+    const turn = focused();
+    if (event.key === "j") { move(1); event.preventDefault(); }
+    else if (event.key === "k") { move(-1); event.preventDefault(); }
+    else if (turn && (event.key === "o" || (event.key === "Enter" && event.target === turn))) {
+      const details = turn.querySelectorAll("details");
+      const open = Array.prototype.some.call(details, function (d) { return !d.open; });
+      details.forEach(function (d) { d.open = open; });
+      event.preventDefault();
+    } else if (event.key === "b" && turn) {
+      const button = turn.querySelector("button.branch-here");
+      if (button) { button.click(); event.preventDefault(); }
+    }
+  });
+})();
