@@ -71,6 +71,7 @@ def fork(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
             turn=request.POST.get("turn"),
             include_turn=request.POST.get("mode") != "before",
             title=request.POST.get("title", "").strip() or None,
+            leaf=request.POST.get("leaf") or None,
         )
         if asked.fresh_start:
             return _fresh_start(request, session)

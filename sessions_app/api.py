@@ -193,6 +193,11 @@ def session_json(session: Session, *, turns: bool = False) -> dict:
     data["rewind_undo_available"] = bool(session.rewind_undo)
     if turns:
         data["turn_list"] = selectors.turn_list(session)
+        data["abandoned"] = [
+            {k: b.get(k) for k in ("at_turn", "turns", "leaf_uuid", "prompt")}
+            for b in session.abandoned or []
+            if isinstance(b, dict)
+        ]
     return data
 
 
@@ -213,7 +218,10 @@ def session_fork_view(request: ApiRequest, session: Session) -> HttpResponse:
     """
     data = _body(request)
     asked = fork_input(
-        turn=data.get("turn"), include_turn=data.get("include_turn", True), title=data.get("title")
+        turn=data.get("turn"),
+        include_turn=data.get("include_turn", True),
+        title=data.get("title"),
+        leaf=data.get("leaf"),
     )
     if asked.fresh_start:
         start = fresh_start(session=session)

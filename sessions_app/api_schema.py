@@ -145,13 +145,26 @@ OPENAPI: dict = {
                     "parent_id": {"type": ["string", "null"]},
                     "kind": {
                         "type": "string",
-                        "enum": ["original", "branch", "fork", "fork_before", "rewind_backup"],
+                        "enum": [
+                            "original",
+                            "branch",
+                            "fork",
+                            "fork_before",
+                            "rewind_backup",
+                            "revived",
+                        ],
                     },
                     "turn": {"type": ["integer", "null"]},
                     "resume_command": {"type": "string"},
                     "children": {"type": "array", "items": {"type": "object"}},
                     "rewind_undo_available": {"type": "boolean"},
                     "turn_list": {"type": "array", "items": {"$ref": "#/components/schemas/Turn"}},
+                    "abandoned": {
+                        "type": "array",
+                        "description": "branches an in-CLI rewind left: fork with their "
+                        "`leaf_uuid` as `leaf` to bring one back",
+                        "items": {"type": "object"},
+                    },
                     "prompt": {"type": "string"},
                     "backup_id": {"type": ["string", "null"]},
                 },
@@ -206,6 +219,13 @@ OPENAPI: dict = {
                                         "1..turn-1, hand its prompt back); needs a turn",
                                     },
                                     "title": {"type": "string", "maxLength": 300},
+                                    "leaf": {
+                                        "type": "string",
+                                        "maxLength": 64,
+                                        "description": "bring back the abandoned branch ending "
+                                        "at this record (`abandoned[].leaf_uuid`) as a session "
+                                        "of its own; not with turn",
+                                    },
                                     "worktree": {
                                         "oneOf": [
                                             {"type": "boolean"},

@@ -54,6 +54,7 @@ class Session(models.Model):
         FORK = "fork", "fork"
         FORK_BEFORE = "fork_before", "edit & fork"
         REWIND_BACKUP = "rewind_backup", "rewind backup"
+        REVIVED = "revived", "revived branch"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sessions")
     session_id = models.UUIDField(db_index=True)

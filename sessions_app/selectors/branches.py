@@ -18,6 +18,7 @@ class Branch:
     shared: int
     turns: int
     rows: dict[int, tuple[int | None, bool]]  # line -> (turn, on this branch), past `shared`
+    starts: list[int]  # lines of the prompts that start its turns past `shared`
 
 
 def abandoned_branch(session: Session, leaf_uuid: str) -> Branch | None:
@@ -67,7 +68,8 @@ def _branch_between(
         node.line: (None if turn is None else turn + shared, active)
         for node, turn, active in zip(nodes, analysis.turn, analysis.active, strict=True)
     }
-    return Branch(leaf_uuid, shared, shared + analysis.turn_count, turns)
+    starts = [nodes[i].line for i in analysis.prompt_lines]
+    return Branch(leaf_uuid, shared, shared + analysis.turn_count, turns, starts)
 
 
 def branch_records(

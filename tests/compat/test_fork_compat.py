@@ -20,6 +20,7 @@ import orjson
 import pytest
 from django.core.management import call_command
 
+from sessions_app.models import Session
 from tests.compat.clis import (
     CliHome,
     claude_session_file,
@@ -196,4 +197,32 @@ def test_branch_of_a_claude_file_with_an_in_cli_rewind_tree(
     expected = [*full[:at], (role, merged.replace("a different prompt after rewind", "carry on"))]
     fork = agent.command("fork_session", sid, "--turn", "2")
     assert agent.resume_conversation(fork["session_id"], "carry on") == expected
+    assert digest(tree) == before
+
+
+def test_an_abandoned_branch_brought_back_resumes_with_exactly_its_prompts(
+    clis: dict[str, Path], fake_model: FakeModel, cli_home: CliHome
+) -> None:
+    agent = Agent("claude", clis["claude"], fake_model, cli_home)
+    name = "ff61fa45-6bd0-4f30-be46-c8dcac5a359b.jsonl"
+    folder = agent.root / "-home-dev-code-forks"
+    folder.mkdir(parents=True)
+    tree = folder / name
+    shutil.copyfile(FIXTURES / "cli/claude/-home-dev-code-forks" / name, tree)
+    before = digest(tree)
+    agent.import_all()
+    sid = name.removesuffix(".jsonl")
+    full = agent.control(sid, "carry on")
+    source = Session.objects.get(session_id=sid)
+    (left,) = source.abandoned
+    revived = agent.command("fork_session", sid, "--leaf", left["leaf_uuid"])
+    assert revived["kind"] == "revived" and revived["turns"] == 3
+    got = agent.resume_conversation(revived["session_id"], "carry on")
+    texts = "\n".join(text for _, text in got)
+    # The branch's own prompt is sent, the one the rewind replaced it with is not, and the
+    # turns before the split are exactly the original's.
+    assert left["prompt"] in texts and "a different prompt after rewind" not in texts
+    at = next(i for i, (_, text) in enumerate(full) if "a different prompt after rewind" in text)
+    assert got[:at] == full[:at]
+    assert got[-1] == ("user", "carry on")
     assert digest(tree) == before

@@ -33,6 +33,12 @@ class Command(BaseCommand):
         parser.add_argument("--before", action="store_true", help="keep only the turns before N")
         parser.add_argument("--title", help="title of the new session")
         parser.add_argument(
+            "--leaf",
+            metavar="UUID",
+            help="bring back the branch an in-CLI rewind left that ends at this record "
+            "(`turn_list`/the transcript names it) as a session of its own",
+        )
+        parser.add_argument(
             "--worktree",
             nargs="?",
             const="",
@@ -58,7 +64,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             asked = fork_input(
-                turn=options["turn"], include_turn=not options["before"], title=options["title"]
+                turn=options["turn"],
+                include_turn=not options["before"],
+                title=options["title"],
+                leaf=options["leaf"],
             )
             source = session_resolve(ref=options["session"])
             if asked.fresh_start:

@@ -101,13 +101,15 @@ def session_fork(
     include_turn: bool = True,
     title: str | None = None,
     elsewhere: Elsewhere | None = None,
+    leaf: str | None = None,
 ) -> Session:
-    """Copy turns 1..turn (1..turn-1 with include_turn=False; all without turn) to a new session.
+    """Copy turns 1..turn (1..turn-1 with include_turn=False; all without turn) to a new session;
+    with `leaf`, the abandoned branch ending at that record (its turns, shared ones too).
 
     `elsewhere`: the new session goes on in another folder (see `Elsewhere`).
     """
     with refusing_on_stale(session):
-        return fork(session, turn, include_turn, title, elsewhere)
+        return fork(session, turn, include_turn, title, elsewhere, leaf=leaf)
 
 
 def session_rewind(*, session: Session, turn: int) -> Session:

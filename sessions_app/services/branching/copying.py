@@ -16,6 +16,7 @@ from django.db import connection
 from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, several times faster
 
 from ...formats.shape import (
+    REFERRING_TYPES,
     SESSION_LEVEL_TYPES,
     Row,
     needs_reference_check,
@@ -91,17 +92,20 @@ def write_kept(
     new_id: str | None,
     log: LineLog | None = None,
     edit: Callable[[bytes], bytes] | None = None,
+    lines: frozenset[int] | None = None,
 ) -> str:
     """Stream the records kept by a cut after turn `cut` into `out`; returns the last kept uuid.
 
     With `new_id` each line is restamped into that session (a fork); without, it
     is copied unchanged (a rewind of the same session). With `log`, each line's
     length and CRC-32 are taken from the bytes written, for the new index. `edit`
-    changes each restamped line further (a fork into another folder).
+    changes each restamped line further (a fork into another folder). `lines`: the
+    records to keep are these (a branch an in-CLI rewind left, brought back), not the
+    active branch's up to the cut; bookkeeping follows them as usual.
     """
     # Bookkeeping refers to prompts (a file-history snapshot's `messageId`), and
     # may come before the prompt it names: the prompts kept are known up front.
-    kept = kept_prompts(session, cut=cut)
+    kept = kept_prompts(session, cut=cut, lines=lines)
     last_uuid = None
     source_id = str(session.session_id)
     # Pieces gather in a buffer written out in large blocks: one write call per
@@ -110,8 +114,11 @@ def write_kept(
     write = pending.extend
     with open_regular(session.path, root=session.project.root) as src:
         reader = RecordReader(src, session.path)
-        for row in rows(session, after_turn=cut):
-            if not wanted(row, cut=cut, mode=mode):
+        for row in rows(session, after_turn=cut if lines is None else None):
+            if lines is not None:
+                if not (row.line in lines if row.uuid and not row.sidechain else bookkeeping(row)):
+                    continue
+            elif not wanted(row, cut=cut, mode=mode):
                 continue
             raw = reader.read(row)
             if needs_reference_check(row) and not refers_to_kept(raw, kept):
@@ -142,9 +149,19 @@ def write_kept(
     return last_uuid
 
 
-def kept_prompts(session: Session, *, cut: int) -> set[str]:
-    """The uuids of the user records a cut after turn `cut` keeps (what bookkeeping names)."""
-    chosen = session.records.active().through(cut).filter(raw_type="user", sidechain=False)
+def bookkeeping(row: Row) -> bool:
+    """Whether a row is bookkeeping that may follow the records it names (checked on its bytes)."""
+    return not row.uuid and not row.sidechain and row.raw_type in REFERRING_TYPES
+
+
+def kept_prompts(session: Session, *, cut: int, lines: frozenset[int] | None = None) -> set[str]:
+    """The uuids of the user records a cut after turn `cut` keeps (what bookkeeping names);
+    with `lines`, those among these lines."""
+    records = session.records.filter(raw_type="user", sidechain=False).exclude(uuid="")
+    if lines is not None:
+        pairs = records.values_list("line", "uuid").iterator(chunk_size=5000)
+        return {uuid for line, uuid in pairs if line in lines}
+    chosen = records.active().through(cut)
     return set(chosen.exclude(uuid="").values_list("uuid", flat=True).iterator(chunk_size=5000))
 
 

@@ -23,6 +23,7 @@ from .guards import check_paths, check_readable, check_turn, check_unchanged, ow
 from .kept import Unproven, Written
 from .readback import ReadBack, read_back
 from .registering import Expected, index_written, session_file_of
+from .reviving import revived_branch
 from .titles import title_line, unique_title
 
 
@@ -55,10 +56,18 @@ def fork(
     include_turn: bool,
     title: str | None,
     elsewhere: Elsewhere | None = None,
+    leaf: str | None = None,
 ) -> Session:
-    """Copy turns 1..turn (1..turn-1 with include_turn=False; all without turn) to a new session."""
+    """Copy turns 1..turn (1..turn-1 with include_turn=False; all without turn) to a new session.
+
+    With `leaf`: the branch an in-CLI rewind left that ends at record `leaf`, brought
+    back as a session of its own whose active branch it is (`Revived`).
+    """
     check_paths(session)
-    if turn is None:
+    revived = revived_branch(session, leaf) if leaf is not None else None
+    if revived is not None:
+        cut, kind, turn = revived.turns, Session.Kind.REVIVED, revived.split
+    elif turn is None:
         if session.turn_count == 0:
             raise InvalidTurn(f"session {session.session_id} has no turns to branch")
         cut, kind = session.turn_count, Session.Kind.BRANCH
@@ -75,7 +84,7 @@ def fork(
     check_unchanged(session)
     new_id = new_session_id()
     target = Path(session.path).with_name(f"{new_id}.jsonl")
-    prompts = intended_prompts(session, cut=cut)
+    prompts = revived.prompts if revived else intended_prompts(session, cut=cut)
     base = base_fields(session)
     edit = None
     if elsewhere is not None:
@@ -93,8 +102,17 @@ def fork(
         with new_file(target) as temp:
             # No database lock is held while the file is streamed, fsynced and read back.
             last_uuid = write_kept(
-                session, temp.out, cut=cut, mode=FORK, new_id=new_id, log=written, edit=edit
+                session,
+                temp.out,
+                cut=cut,
+                mode=FORK,
+                new_id=new_id,
+                log=written,
+                edit=edit,
+                lines=revived.lines if revived else None,
             )
+            if revived is not None:
+                last_uuid = revived.leaf  # the branch's end, whatever follows it in the file
             line = title_line(session, new_id, chosen, last_uuid, base)
             temp.out.write(line)
             check_unchanged(session)

@@ -7,11 +7,14 @@ value or a refusal in the same words, whichever door it came through.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ...models import TITLE_LIMIT
 from .errors import BranchError, InvalidTurn
 from .titles import clean_title
+
+LEAF_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +24,7 @@ class ForkInput:
     turn: int | None
     include_turn: bool
     title: str | None
+    leaf: str | None = None  # bring back the abandoned branch ending at this record
 
     @property
     def fresh_start(self) -> bool:
@@ -60,15 +64,27 @@ def title_input(value: object) -> str | None:
     return clean_title(value) or None
 
 
+def leaf_input(value: object) -> str | None:
+    """The last record of an abandoned branch: a record uuid; None when absent."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value) > 64 or not LEAF_RE.fullmatch(value):
+        raise BranchError("leaf must be the uuid of a record (the end of an abandoned branch)")
+    return value
+
+
 def fork_input(
-    *, turn: object = None, include_turn: object = True, title: object = None
+    *, turn: object = None, include_turn: object = True, title: object = None, leaf: object = None
 ) -> ForkInput:
-    """The checked inputs of a branch, fork or edit & fork."""
+    """The checked inputs of a branch, fork, edit & fork, or a brought-back branch."""
     include = flag_input(include_turn, name="include_turn", default=True)
     checked = turn_input(turn)
     if not include and checked is None:
         raise InvalidTurn("edit & fork needs a turn: the turn whose prompt to edit")
-    return ForkInput(turn=checked, include_turn=include, title=title_input(title))
+    end = leaf_input(leaf)
+    if end is not None and (checked is not None or not include):
+        raise BranchError("a branch brought back keeps all of its turns: give a leaf or a turn")
+    return ForkInput(turn=checked, include_turn=include, title=title_input(title), leaf=end)
 
 
 def rewind_input(*, turn: object) -> int:

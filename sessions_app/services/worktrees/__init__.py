@@ -204,9 +204,17 @@ def fork_where_asked(
                 "nothing outside one is ever written"
             )
         new = session_fork(
-            session=session, turn=asked.turn, include_turn=asked.include_turn, title=asked.title
+            session=session,
+            turn=asked.turn,
+            include_turn=asked.include_turn,
+            title=asked.title,
+            leaf=asked.leaf,
         )
         return Forked(new)
+    if asked.leaf is not None:
+        raise WorktreeRefused(
+            "a branch brought back goes on beside its source; fork it into a worktree after"
+        )
     made = worktree_fork(
         session=session,
         turn=asked.turn,
