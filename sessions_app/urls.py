@@ -2,7 +2,15 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import actions, run_pages, search_pages, transcript_pages, usage_pages, views
+from . import (
+    actions,
+    compare_pages,
+    run_pages,
+    search_pages,
+    transcript_pages,
+    usage_pages,
+    views,
+)
 
 app_name = "sessions"
 
@@ -35,6 +43,11 @@ urlpatterns = [
     ),
     path("sessions/<uuid:session_id>/live/", transcript_pages.session_live, name="session_live"),
     path("sessions/<uuid:session_id>/lineage/", views.lineage, name="lineage"),
+    path(
+        "sessions/<uuid:session_id>/compare/<uuid:other_id>/",
+        compare_pages.compare_page,
+        name="compare",
+    ),
     path("sessions/<uuid:session_id>/export.<str:fmt>", views.export, name="export"),
     path("sessions/<uuid:session_id>/fork/", actions.fork, name="fork"),
     path("projects/<int:pk>/worktrees/remove/", actions.worktree_remove, name="worktree_remove"),

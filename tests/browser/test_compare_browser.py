@@ -1,0 +1,41 @@
+"""Compare in a real browser: from the family tree, "compare with parent", both sides shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from sessions_app.models import Session
+from sessions_app.services.branching import session_fork
+
+from .conftest import shot
+
+WEBAPP = "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl"
+
+
+def test_open_the_tree_compare_with_parent_see_both_sides(
+    page: Page, live_server, session_root: Path
+) -> None:
+    source = Session.objects.get(path=str(session_root / WEBAPP))
+    fork = session_fork(session=source, turn=1)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{live_server.url}/sessions/{fork.session_id}/lineage/")
+    expect(page.locator("svg.lineage")).to_be_visible()
+    page.locator("#family-usage a.compare-parent").first.click()
+    expect(page.locator("h1")).to_have_text("Two directions from turn 1")
+    left, right = page.locator("#compare-left"), page.locator("#compare-right")
+    expect(left).to_contain_text("Now run the tests")
+    expect(left).to_contain_text("Bash")
+    expect(right).to_contain_text("No turns after the split.")
+    expect(page.locator("#compare-shared")).to_contain_text("The shared history: 1 turn")
+    box_l, box_r = left.bounding_box(), right.bounding_box()
+    assert box_l["x"] + box_l["width"] <= box_r["x"]  # side by side
+    shot(page, "compare")
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: one above the other
+    box_l, box_r = left.bounding_box(), right.bounding_box()
+    assert box_l["y"] + box_l["height"] <= box_r["y"]
+    wide = page.evaluate(
+        "Array.from(document.querySelectorAll('body *')).filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).slice(0, 8).map(e => e.tagName + '.' + e.className + '#' + e.id + ' ' + Math.round(e.getBoundingClientRect().right))"
+    )
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), wide

@@ -1,0 +1,83 @@
+"""Two sessions of a family side by side: the split, each side's turns, files and failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from sessions_app.models import Session
+from sessions_app.selectors.compare import compare
+from sessions_app.services.branching import session_fork
+from sessions_app.services.importing import sessions_import
+
+from .factories import assistant_record, jsonl, tool_result, user_record
+
+pytestmark = pytest.mark.django_db
+WEBAPP = "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl"
+
+
+def go_on(session: Session, prompt: str, path_written: str, *, fail: bool = False) -> None:
+    """The CLI carries the session on by one turn that writes a file (and maybe fails a tool)."""
+    sid, parent = str(session.session_id), session.leaf_uuid
+    user = user_record(prompt, sid=sid, parent=parent, timestamp="2026-12-01T00:00:00.000Z")
+    call = {
+        "type": "tool_use",
+        "id": "w1",
+        "name": "Write",
+        "input": {"file_path": path_written, "content": "x"},
+    }
+    answer = assistant_record(
+        [call], sid=sid, parent=user["uuid"], timestamp="2026-12-01T00:00:01.000Z"
+    )
+    result = user_record(tool_result("w1", "Error: denied" if fail else "ok"), sid=sid, parent=answer["uuid"],
+                         timestamp="2026-12-01T00:00:02.000Z")  # fmt: skip
+    if fail:
+        result["message"]["content"][0]["is_error"] = True
+    done = assistant_record(
+        "done", sid=sid, parent=result["uuid"], timestamp="2026-12-01T00:00:03.000Z"
+    )
+    with Path(session.path).open("ab") as f:
+        f.write(jsonl([user, answer, result, done]))
+
+
+def test_two_forks_compare_from_their_split(imported: Path) -> None:
+    source = Session.objects.get(path=str(imported / WEBAPP))
+    left = session_fork(session=source, turn=2)
+    right = session_fork(session=source, turn=2)
+    go_on(left, "try the left way", "/home/dev/code/webapp/left.py")
+    go_on(right, "try the right way", "/home/dev/code/webapp/right.py", fail=True)
+    sessions_import(roots=[imported / "cli/claude"])
+    left.refresh_from_db()
+    right.refresh_from_db()
+    cmp = compare(left, right)
+    assert cmp.split == 2 and len(cmp.shared) == 2
+    assert (cmp.a.total_turns, cmp.b.total_turns) == (1, 1)
+    assert cmp.a.turns[0].prompt == "try the left way" and cmp.b.turns[0].number == 3
+    assert cmp.only_a == ["/home/dev/code/webapp/left.py"]
+    assert cmp.only_b == ["/home/dev/code/webapp/right.py"] and cmp.both == []
+    assert (cmp.a.failed, cmp.b.failed) == (0, 1)
+    # With the source: its own turn 3 against the fork's, and the file its turn 2 edited
+    # before the split is not counted.
+    with_source = compare(source, left)
+    assert with_source.split == 2 and with_source.a.total_turns == 1
+    assert "/home/dev/code/webapp/app.py" not in with_source.only_a
+
+
+def test_the_compare_page_and_the_link_from_a_fork(imported: Path, client: Client) -> None:
+    source = Session.objects.get(path=str(imported / WEBAPP))
+    fork = session_fork(session=source, turn=1)
+    page = client.get(f"/sessions/{fork.session_id}/").content.decode()
+    url = f"/sessions/{source.session_id}/compare/{fork.session_id}/"
+    assert f'href="{url}" id="compare-parent"' in page
+    page = client.get(url).content.decode()
+    assert 'id="compare-summary"' in page and "The shared history: 1 turn<" in page
+    assert 'id="compare-left"' in page and 'id="compare-right"' in page
+    assert "Now run the tests" in page  # the source's turn 2, on the left only
+    assert (
+        client.get(f"/sessions/{source.session_id}/compare/{source.session_id}x/").status_code
+        == 404
+    )
+    lineage = client.get(f"/sessions/{fork.session_id}/lineage/").content.decode()
+    assert url in lineage
