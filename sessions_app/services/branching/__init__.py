@@ -11,7 +11,8 @@ index), `kept` (what the copy wrote for each kept source row), `readback` (a
 fork read back from its temporary file against the rows it will get),
 `deriving` (a fork's index derived from its source's rows in SQL), `registering`
 (index a written file from scratch and check it reads back: rewinds, and forks
-the read-back cannot vouch for), `forking`, `rewinding` (rewind and undo). Which
+the read-back cannot vouch for), `forking`, `reviving` (a branch an in-CLI rewind
+left, as a fork brings it back), `rewinding` (rewind and undo). Which
 records a cut keeps is `formats.shape`.
 """
 
