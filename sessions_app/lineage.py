@@ -27,6 +27,7 @@ KIND_LABELS = {
     "fork": "fork at turn {turn}",
     "fork_before": "edit & fork before turn {turn}",
     "rewind_backup": "backup before rewind to turn {turn}",
+    "revived": "brought back, split at turn {turn}",
 }
 
 
@@ -189,9 +190,14 @@ def _node(session: Session, x: int, y: int, *, current: bool) -> str:
         title if len(title) <= 30 else title[:29] + "…",
         x + 10,
         y + 35,
-        f"{split_label(session)} · {session.turn_count} turns",
+        f"{split_label(session)} · {turns(session.turn_count)}",
         title,
     )
+
+
+def turns(n: int) -> str:
+    """ "1 turn", "2 turns"."""
+    return f"{n} turn" if n == 1 else f"{n} turns"
 
 
 def _ellipsis(box: Box, x: int, y: int) -> str:

@@ -21,6 +21,7 @@ from .lineage import lineage_svg
 from .models import Project, Session
 from .permissions import can_manage_worktrees, can_write
 from .pricing import bundled_source
+from .selectors.tree import family_tree
 from .selectors.usage import family_usage
 from .selectors.worktrees import (
     grouped_with_worktrees,
@@ -193,10 +194,12 @@ def lineage(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     session = session_or_404(session_id)
     root, sessions = selectors.lineage_of(session)
     svg = lineage_svg(root, sessions, current=session)
+    family = family_usage(sessions)
     context = {
         "session": session,
         "svg": svg,
-        "family": family_usage(sessions),
+        "family": family,
+        "tree": family_tree(session, family),
         "price_source": bundled_source(),
     }
     return render(request, "sessions_app/lineage.html", context)

@@ -72,7 +72,7 @@ def test_lineage_link_leads_to_the_parent(page: Page, live_server, session_root:
     source = Session.objects.get(path=str(session_root / WEBAPP))
     fork = session_fork(session=source, turn=1)
     page.goto(f"{live_server.url}/sessions/{fork.session_id}/lineage/")
-    page.locator(f'svg a[href="/sessions/{source.session_id}/"]').click()
+    page.locator(f'#family-tree a.tree-title[href="/sessions/{source.session_id}/"]').click()
     expect(page).to_have_url(re.compile(f"/sessions/{source.session_id}/$"))
     expect(page.locator("h1")).to_have_text("subtract feature")
 
