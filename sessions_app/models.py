@@ -113,6 +113,7 @@ class Session(models.Model):
     usage_lines = models.PositiveIntegerField(default=0)  # lines counted in `Usage`
     last_message_id = models.CharField(max_length=128, blank=True)
     imported_at = models.DateTimeField(null=True, blank=True)
+    made_at = models.DateTimeField(null=True, blank=True, auto_now_add=True)  # its row's birth
 
     objects = SessionQuerySet.as_manager()
     children_count: int  # set on a page of sessions by selectors.with_children_counts

@@ -73,3 +73,15 @@ def test_a_long_chain_is_one_tree_and_stays_bounded(imported: Path) -> None:
     assert len(tree.trail) == 14 and tree.nodes >= 14  # the forks tree's own origin first
     deepest = max(walk(tree.root), key=lambda n: n.depth)
     assert deepest.session.pk == chain[-1].pk and deepest.depth == 13
+
+
+def test_a_fork_of_an_old_session_lists_by_when_it_was_made(imported: Path, client: Client) -> None:
+    source = Session.objects.select_related("project").get(path=str(imported / FORKS_TREE))
+    fork = session_fork(session=source, turn=1)
+    fork.refresh_from_db()
+    assert fork.made_at is not None and fork.updated_at < fork.made_at
+    for sort in ("updated", "made"):
+        page = client.get(f"/projects/{source.project_id}/", {"sort": sort}).content.decode()
+        first_row = page.index("<tbody")
+        assert page.index(fork.title, first_row) < page.index(">my-experiment<", first_row), sort
+    assert "· made" in page

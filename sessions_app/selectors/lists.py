@@ -5,12 +5,25 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Case, Count, F, Max, Q, QuerySet, When
+from django.db.models.functions import Coalesce, Greatest
 
 from ..models import Project, Session
 
+# A fork's activity begins when it is made: its copied records carry its source's times.
+ACTIVITY = Case(
+    When(
+        parent__isnull=False,
+        then=Greatest(Coalesce("updated_at", "made_at"), Coalesce("made_at", "updated_at")),
+    ),
+    default=F("updated_at"),
+)
 SESSION_SORTS = {
-    "updated": "-updated_at",
+    "updated": ACTIVITY.desc(nulls_last=True),
+    "made": Case(
+        When(parent__isnull=False, then=Coalesce("made_at", "started_at")),
+        default=F("started_at"),
+    ).desc(nulls_last=True),
     "started": "-started_at",
     "turns": "-turn_count",
     "title": "title",
@@ -63,7 +76,7 @@ def sessions_of_project(*, project: Project, query: str = "", sort: str = "updat
         sessions = sessions.filter(
             Q(title__icontains=query) | Q(first_prompt__icontains=query) | Q(git_branch=query)
         )
-    return sessions.order_by(SESSION_SORTS.get(sort, "-updated_at"), "-id")
+    return sessions.order_by(SESSION_SORTS.get(sort, SESSION_SORTS["updated"]), "-id")
 
 
 def with_children_counts(sessions: list[Session]) -> list[Session]:

@@ -51,7 +51,7 @@ class FamilyTree:
 def made_at(session: Session) -> datetime | None:
     """When a session was made: a fork when it was registered, an original when it began."""
     if session.parent_id is not None:
-        return session.imported_at or session.started_at
+        return session.made_at or session.imported_at or session.started_at
     return session.started_at or session.imported_at
 
 
