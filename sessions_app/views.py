@@ -30,6 +30,7 @@ from .selectors.worktrees import (
 )
 from .services.roots import UnsafePath, open_regular
 from .transcript import build_turns, full_item
+from .tree_html import tree_html
 from .usage_charts import usage_context
 
 AGENT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -199,7 +200,8 @@ def lineage(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         "session": session,
         "svg": svg,
         "family": family,
-        "tree": family_tree(session, family),
+        "tree": (tree := family_tree(session, family)),
+        "tree_html": tree_html(tree, session),
         "price_source": bundled_source(),
     }
     return render(request, "sessions_app/lineage.html", context)

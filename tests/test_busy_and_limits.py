@@ -446,8 +446,12 @@ def test_lineage_of_a_chain_1100_forks_deep_is_drawn_bounded(client, db: None) -
         response = client.get(f"/sessions/{current.session_id}/lineage/")
         assert response.status_code == 200
         html = response.content.decode()
-        boxes = html.split("<svg", 1)[1].count('<a href="/sessions/')
-        assert boxes <= 150 and len(html) < 200_000, (boxes, len(html))
+        boxes = html.split("<svg", 1)[1].split("</svg>", 1)[0].count('<a href="/sessions/')
+        tree = html.split('id="family-tree"', 1)[1].split("</section>", 1)[0]
+        nodes = tree.count('<li class="tree-node')
+        # Bounded whatever the chain's length: 200 tree nodes, 150 boxes, their table.
+        assert boxes <= 150 and nodes <= 200 and len(html) < 500_000, (boxes, nodes, len(html))
+        assert "more sessions of this family not shown" in tree
         assert f'href="/sessions/{current.session_id}/"' in html
         assert f'href="/sessions/{sessions[0].session_id}/"' in html  # the root is always shown
         assert "more sessions not drawn" in html
@@ -485,7 +489,8 @@ def test_lineage_survives_parent_links_in_a_circle(client, tmp_path: Path, db: N
         assert response.status_code == 200
         html = response.content.decode()
         assert f'href="/sessions/{a}/"' in html and f'href="/sessions/{b}/"' in html
-        assert html.split("<svg", 1)[1].count('<a href="/sessions/') == 2
+        assert html.split("<svg", 1)[1].split("</svg>", 1)[0].count('<a href="/sessions/') == 2
+        assert html.count('<li class="tree-node') == 2  # each once, in one tree
 
 
 # --- HEAD -----------------------------------------------------------------------------------

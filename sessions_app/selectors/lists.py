@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Case, Count, F, Max, Q, QuerySet, When
 from django.db.models.functions import Coalesce, Greatest
@@ -18,7 +19,7 @@ ACTIVITY = Case(
     ),
     default=F("updated_at"),
 )
-SESSION_SORTS = {
+SESSION_SORTS: dict[str, Any] = {
     "updated": ACTIVITY.desc(nulls_last=True),
     "made": Case(
         When(parent__isnull=False, then=Coalesce("made_at", "started_at")),

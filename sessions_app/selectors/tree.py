@@ -8,12 +8,13 @@ the walk is iterative, visits each session once and stops at `MAX_NODES`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from ..models import Session
 from .usage import FamilyUsage, Totals
 
-MAX_NODES = 500
+MAX_NODES = 200
+EPOCH = datetime.min.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -28,6 +29,10 @@ class TreeNode:
     owner: Session | None = None  # the session whose file holds an abandoned branch
     parent_sid: str = ""  # its parent's session id (for "compare with parent")
     children: list[TreeNode] = field(default_factory=list)
+
+    @property
+    def pk(self) -> int:
+        return self.session.pk if self.session is not None else 0
 
     @property
     def size(self) -> int:
@@ -65,10 +70,11 @@ def family_tree(current: Session, usage: FamilyUsage | None = None) -> FamilyTre
         seen.add(up)
     trail_pks.reverse()
     children: dict[int, list[int]] = {}
-    for child, parent in parent_of.items():
-        children.setdefault(parent, []).append(child)
+    for child, of in parent_of.items():
+        children.setdefault(of, []).append(child)
     # The whole family, depth first from the root, each session once.
-    order, members, stack = [], {trail_pks[0]}, [trail_pks[0]]
+    order: list[int] = []
+    members, stack = {trail_pks[0]}, [trail_pks[0]]
     while stack:
         pk = stack.pop()
         order.append(pk)
@@ -80,24 +86,25 @@ def family_tree(current: Session, usage: FamilyUsage | None = None) -> FamilyTre
     sessions = Session.objects.in_bulk(order)
     own = {m.session.pk: m.own for m in usage.members} if usage else {}
     nodes: dict[int, TreeNode] = {}
-    root = _node(sessions[trail_pks[0]], 0, own)
-    nodes[root.session.pk] = root  # type: ignore[union-attr]
+    root_session = sessions[trail_pks[0]]
+    root = _node(root_session, 0, own)
+    nodes[root_session.pk] = root
     count = 1
     for pk in order[1:]:
         session = sessions[pk]
-        parent = nodes.get(session.parent_id)  # type: ignore[arg-type]
-        if parent is None:
+        above = nodes.get(session.parent_id) if session.parent_id is not None else None
+        if above is None:
             continue
-        node = _node(session, parent.depth + 1, own)
-        node.parent_sid = str(parent.session.session_id)  # type: ignore[union-attr]
-        parent.children.append(node)
+        node = _node(session, above.depth + 1, own)
+        node.parent_sid = str(sessions[session.parent_id].session_id)
+        above.children.append(node)
         nodes[pk] = node
         count += 1
-    for node in list(nodes.values()):
-        node.children.sort(key=lambda n: (n.made is None, n.made or datetime.min, n.session.pk))  # type: ignore[union-attr]
-        for branch in node.session.abandoned or []:  # type: ignore[union-attr]
+    for pk, node in nodes.items():
+        node.children.sort(key=lambda n: (n.made is None, n.made or EPOCH, n.pk))
+        for branch in sessions[pk].abandoned or []:
             if isinstance(branch, dict):
-                node.children.append(TreeNode(node.depth + 1, abandoned=branch, owner=node.session))
+                node.children.append(TreeNode(node.depth + 1, abandoned=branch, owner=sessions[pk]))
                 count += 1
     trail = [sessions[pk] for pk in trail_pks if pk in sessions]
     return FamilyTree(root, trail, count, left_out)

@@ -1,0 +1,114 @@
+"""The family tree as nested lists of links, built without recursion (a chain can be deep)."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.timesince import timesince
+
+from .models import Session
+from .selectors.tree import FamilyTree, TreeNode
+from .templatetags.numbers import usd
+
+DEEP = 8  # from this level on, branches are not indented further (a phone stays readable)
+
+
+def _plural(n: int, word: str, many: str = "") -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
+
+
+def _when(label: str, at) -> SafeString:
+    if at is None:
+        return mark_safe("")
+    return format_html(
+        ' · {} <time datetime="{}" title="{} UTC">{} ago</time>',
+        label,
+        at.isoformat(),
+        at.strftime("%Y-%m-%d %H:%M:%S"),
+        timesince(at),
+    )
+
+
+def _card(node: TreeNode, current: Session) -> SafeString:
+    if node.session is None:
+        branch, owner = node.abandoned or {}, node.owner
+        assert owner is not None
+        prompt = str(branch.get("prompt") or "")
+        url = reverse("sessions:session_detail", args=[owner.session_id])
+        return format_html(
+            '<span class="tree-title">“{}”</span> <span class="meta">left by a rewind inside '
+            "the CLI at turn {} · {} · still in this file</span> "
+            '<a class="meta" href="{}?leaf={}">open it</a>',
+            prompt if len(prompt) <= 160 else prompt[:159] + "…",
+            branch.get("at_turn") or "?",
+            _plural(int(branch.get("turns") or 0), "turn"),
+            url,
+            str(branch.get("leaf_uuid") or ""),
+        )
+    s = node.session
+    kind = s.get_kind_display() or "original"
+    split = f" at turn {s.fork_turn}" if s.fork_turn else ""
+    own = node.own
+    cost = format_html(" · own cost {}", usd(own.cost)) if own and own.messages else ""
+    level = f" · level {node.depth}" if node.depth >= DEEP else ""
+    compare = (
+        format_html(
+            ' <a class="compare-parent meta" href="{}">compare with parent</a>',
+            reverse("sessions:compare", args=[node.parent_sid, s.session_id]),
+        )
+        if node.parent_sid
+        else ""
+    )
+    return format_html(
+        '<a href="{}" class="tree-title">{}</a>{} <span class="meta">{}{} · {}{}{}{}{}</span>{}',
+        reverse("sessions:session_detail", args=[s.session_id]),
+        s.title or str(s.session_id),
+        mark_safe(' <span class="badge">this session</span>') if s.pk == current.pk else "",
+        kind,
+        split,
+        _plural(s.turn_count, "turn"),
+        _when("made", node.made),
+        _when("last activity", s.updated_at),
+        cost,
+        level,
+        compare,
+    )
+
+
+def tree_html(tree: FamilyTree, current: Session) -> SafeString:
+    """`<ul class="tree">` with one `<li>` per node; each node's branches in an open
+    `<details>`, so a subtree collapses without script."""
+    out: list[str] = ['<ul class="tree">']
+    stack: list[tuple[TreeNode, bool]] = [(tree.root, False)]
+    while stack:
+        node, closing = stack.pop()
+        if closing:
+            out.append("</ul></details></li>")
+            continue
+        classes = ["tree-node"]
+        if node.session is not None and node.session.pk == current.pk:
+            classes.append("current")
+        if node.session is None:
+            classes.append("in-file")
+        if node.depth >= DEEP:
+            classes.append("deep")
+        out.append(format_html('<li class="{}"><div class="tree-card">', " ".join(classes)))
+        out.append(_card(node, current))
+        out.append("</div>")
+        if not node.children:
+            out.append("</li>")
+            continue
+        size = node.size
+        extra = f", {size} in all" if size != len(node.children) else ""
+        out.append(
+            format_html(
+                '<details open><summary class="meta">{}{}</summary><ul>',
+                _plural(len(node.children), "branch", "branches"),
+                extra,
+            )
+        )
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(node.children))
+    out.append("</ul>")
+    return mark_safe("".join(out))  # noqa: S308 (every piece built by format_html)
