@@ -43,6 +43,7 @@ urlpatterns = [
     ),
     path("sessions/<uuid:session_id>/live/", transcript_pages.session_live, name="session_live"),
     path("sessions/<uuid:session_id>/lineage/", views.lineage, name="lineage"),
+    path("sessions/<uuid:session_id>/compare/", compare_pages.compare_pick, name="compare_pick"),
     path(
         "sessions/<uuid:session_id>/compare/<uuid:other_id>/",
         compare_pages.compare_page,

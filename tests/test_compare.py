@@ -81,3 +81,21 @@ def test_the_compare_page_and_the_link_from_a_fork(imported: Path, client: Clien
     )
     lineage = client.get(f"/sessions/{fork.session_id}/lineage/").content.decode()
     assert url in lineage
+
+
+def test_any_two_of_a_family_can_be_picked_from_the_lineage_page(
+    imported: Path, client: Client
+) -> None:
+    source = Session.objects.get(path=str(imported / WEBAPP))
+    one = session_fork(session=source, turn=1)
+    two = session_fork(session=source, turn=2)
+    page = client.get(f"/sessions/{two.session_id}/lineage/").content.decode()
+    assert 'id="compare-pick"' in page and str(one.session_id) in page
+    response = client.get(
+        f"/sessions/{two.session_id}/compare/", {"a": str(one.session_id), "b": str(two.session_id)}
+    )
+    assert response.status_code == 302
+    assert response["Location"] == f"/sessions/{one.session_id}/compare/{two.session_id}/"
+    page = client.get(response["Location"]).content.decode()
+    assert "Two directions from turn 1" in page
+    assert client.get(f"/sessions/{two.session_id}/compare/", {"a": "x"}).status_code == 404

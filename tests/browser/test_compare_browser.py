@@ -41,3 +41,30 @@ def test_open_the_tree_compare_with_parent_see_both_sides(
         "Array.from(document.querySelectorAll('body *')).filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).slice(0, 8).map(e => e.tagName + '.' + e.className + '#' + e.id + ' ' + Math.round(e.getBoundingClientRect().right))"
     )
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), wide
+
+
+def test_a_deep_family_tree_stays_readable_on_a_phone(
+    page: Page, live_server, session_root: Path
+) -> None:
+    """40 generations: the page never scrolls sideways, the tree scrolls inside itself, a
+    subtree collapses without script."""
+    chain = [Session.objects.get(path=str(session_root / WEBAPP))]
+    for _ in range(40):
+        chain.append(session_fork(session=chain[-1], turn=1))
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{live_server.url}/sessions/{chain[-1].session_id}/lineage/")
+    tree = page.locator("#family-tree")
+    expect(tree.locator(".tree-node")).to_have_count(41)
+    wide = page.evaluate(
+        "Array.from(document.querySelectorAll('body *')).filter(e => e.getBoundingClientRect()"
+        ".right > window.innerWidth + 1).slice(0, 6).map(e => e.tagName + '.' + e.className)"
+    )
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), wide
+    current = tree.locator(".tree-node.current > .tree-card")
+    current.scroll_into_view_if_needed()
+    box = current.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+    expect(current).to_contain_text("level 40")
+    # Collapsing the root's branches hides all 40 below it.
+    tree.locator("details > summary").first.click()
+    expect(tree.locator(".tree-node.current")).to_be_hidden()
