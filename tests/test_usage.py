@@ -276,3 +276,14 @@ def test_unit_rates_give_what_genai_prices_calc_price_gives() -> None:
             genai_request_timestamp=datetime(2026, 3, 1, 12),
         )
         assert ours.cost(i, o, w, r) == theirs.total_price, model
+
+
+def test_numbers_for_people() -> None:
+    from sessions_app.templatetags.numbers import tokens, usd
+
+    assert [tokens(n) for n in (0, 950, 12_345, 4_560_000, 123_456_789, 2_000_000_000)] == [
+        "0", "950", "12.3k", "4.56M", "123M", "2B"
+    ]  # fmt: skip
+    assert [usd(v) for v in (0, Decimal("0.0042"), Decimal("1.236"), Decimal("12345.6"))] == [
+        "$0", "$0.0042", "$1.24", "$12,346"
+    ]  # fmt: skip

@@ -1,0 +1,50 @@
+"""A 390 px phone: no page scrolls sideways; wide content (code, tables) scrolls inside itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.sync_api import Page
+
+from sessions_app.models import Session
+from sessions_app.services.branching import session_fork
+from sessions_app.services.searching import search_refresh
+from sessions_app.services.usage import usage_refresh
+
+from .conftest import shot
+
+WEBAPP = "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl"
+BIGREPO_ID = "ad8024e4-83f0-4ff3-82f8-4e19f6c9127b"
+
+
+def overflowing(page: Page) -> list[str]:
+    return page.evaluate(
+        "Array.from(document.querySelectorAll('body *')).filter(e => {"
+        "  const r = e.getBoundingClientRect(); return r.width && r.right > window.innerWidth + 1"
+        "}).filter(e => !e.closest('pre, table, .chart-box, .family-tree, .lineage-wrap, code'))"
+        ".slice(0, 6).map(e => e.tagName + '.' + (e.getAttribute('class') || '') + '#' + e.id)"
+    )
+
+
+def test_every_page_fits_a_390_px_phone(page: Page, live_server, session_root: Path) -> None:
+    search_refresh()
+    usage_refresh()
+    source = Session.objects.get(path=str(session_root / WEBAPP))
+    fork = session_fork(session=source, turn=2)
+    page.set_viewport_size({"width": 390, "height": 844})
+    urls = [
+        "/",
+        f"/projects/{source.project_id}/",
+        f"/sessions/{source.session_id}/",
+        f"/sessions/{BIGREPO_ID}/",
+        f"/sessions/{fork.session_id}/lineage/",
+        f"/sessions/{source.session_id}/compare/{fork.session_id}/",
+        "/search/?q=subtract",
+        "/usage/",
+    ]
+    for url in urls:
+        page.goto(live_server.url + url)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, (url, width, overflowing(page))
+        if url.startswith("/sessions/") and url.endswith(f"{source.session_id}/"):
+            shot(page, "transcript-phone")
