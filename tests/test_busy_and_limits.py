@@ -216,6 +216,62 @@ def test_watcher_survives_a_locked_database_and_logs_why(tmp_path: Path) -> None
     assert "database is locked" in printed  # and the warning reached the terminal
 
 
+def test_watcher_waits_for_a_root_that_does_not_exist_yet(tmp_path: Path) -> None:
+    """A CLI not used yet has no folder: the watcher waits for it instead of stopping."""
+    root, data = tmp_path / "root", tmp_path / "data"
+    sid = str(uuid.uuid4())
+    env = _subprocess_env(data, BRANCHBOARD_ROOTS=str(root))
+    out = (tmp_path / "stdout").open("wb")
+    watcher = subprocess.Popen(
+        [sys.executable, "manage.py", "import_sessions", "--watch", "--no-progress"],
+        cwd=ROOT,
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        log = data / "import.log"
+        _wait_for(
+            "the log saying it waits",
+            lambda: log.exists() and "waiting" in log.read_text(),
+            watcher,
+        )
+        _copy_session(root / "-tmp-later", sid)
+        _wait_for(
+            "the session in the root made later",
+            lambda: sid in _imported_ids(data / "branchboard.sqlite3"),
+            watcher,
+        )
+    finally:
+        watcher.terminate()
+        watcher.wait(timeout=30)
+        out.close()
+    assert (data / "import.log").read_text().count("waiting for one") == 1
+
+
+def test_a_problem_that_stays_is_logged_once(
+    tmp_path: Path, caplog, transactional_db: None
+) -> None:
+    from sessions_app.management.commands import import_sessions as command
+
+    root = tmp_path / "root"
+    sid = str(uuid.uuid4())
+    _copy_session(root / "-tmp-one", sid)
+    _copy_session(root / "-tmp-two", sid)  # the same session id in a second file: refused
+    reported: set[str] = set()
+    with caplog.at_level(logging.INFO, logger="branchboard.importer"):
+        command._import_pass([root], reported)
+        (root / "-tmp-two" / f"{sid}.jsonl").touch()  # a change: the next pass tries again
+        command._import_pass([root], reported)
+    assert caplog.text.count("already imported from") == 1
+    (root / "-tmp-two" / f"{sid}.jsonl").unlink()  # it went away...
+    command._import_pass([root], reported)
+    _copy_session(root / "-tmp-two", sid)  # ...and came back: said again
+    with caplog.at_level(logging.INFO, logger="branchboard.importer"):
+        command._import_pass([root], reported)
+    assert caplog.text.count("already imported from") == 2
+
+
 def test_an_import_pass_that_raises_is_logged_and_survived(
     monkeypatch, caplog, transactional_db: None
 ) -> None:
@@ -244,7 +300,7 @@ def test_import_on_a_fresh_data_folder_sets_up_the_database(tmp_path: Path) -> N
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert "applied" in result.stdout and "1 sessions imported" in result.stdout, result.stdout
+    assert "applied" in result.stdout and "1 session imported" in result.stdout, result.stdout
     assert _imported_ids(tmp_path / "fresh-data" / "branchboard.sqlite3") == {session_id}
 
 

@@ -298,7 +298,7 @@ def test_import_command_prints_summary_and_errors(tmp_path: Path) -> None:
         stdout=out,
         stderr=err,
     )
-    assert "1 files, 1 sessions imported, 4 records" in out.getvalue()
+    assert "1 file, 1 session imported, 4 records" in out.getvalue()
     assert "session root does not exist" in err.getvalue()
 
 

@@ -24,6 +24,7 @@ logger = logging.getLogger("branchboard.importer")
 # A failed pass (a database lock held too long, a bad file) is tried again after
 # FIRST_DELAY seconds, then twice as long each time, never longer than MAX_DELAY.
 FIRST_DELAY, MAX_DELAY = 1.0, 60.0
+ROOT_POLL = 2.0  # seconds between looks for a root that does not exist yet
 
 
 class Command(BaseCommand):
@@ -83,21 +84,38 @@ class Command(BaseCommand):
         self.stdout.write(report.summary())
 
     def _watch(self, roots: list[Path]) -> None:
-        from watchfiles import watch
 
         log = _log_to_file(Path(settings.IMPORT_LOG))
-        existing = [str(r) for r in roots if r.is_dir()]
-        if not existing:
-            logger.error("nothing to watch: none of %s exists", ", ".join(map(str, roots)))
-            return
-        self.stdout.write(f"branchboard: importer watching {', '.join(existing)}; log: {log}")
+        self.stdout.write(
+            f"branchboard: importer watching {', '.join(map(str, roots))}; log: {log}"
+        )
         self.stdout.flush()
-        logger.info("watching %s", ", ".join(existing))
+        reported: set[str] = set()
+        while True:
+            existing = [str(r) for r in roots if r.is_dir()]
+            if not existing:
+                # A CLI not used yet has no folder: wait for one to appear, saying so once.
+                if "no roots" not in reported:
+                    reported.add("no roots")
+                    logger.warning(
+                        "none of %s exists yet; waiting for one", ", ".join(map(str, roots))
+                    )
+                time.sleep(ROOT_POLL)
+                continue
+            reported.discard("no roots")
+            logger.info("watching %s", ", ".join(existing))
+            if not self._watch_these(existing, roots, reported):
+                return
+
+    def _watch_these(self, existing: list[str], roots: list[Path], reported: set[str]) -> bool:
+        """Import as the roots in `existing` change; True when another root appeared."""
+        from watchfiles import watch
+
         delay = 0.0
         retry_at: float | None = time.monotonic()  # the first pass, at once
         # Files are only appended to while a CLI runs; a debounce of a second turns
         # a burst of writes into one incremental import. The one-second timeout
-        # wakes the loop for a retry when nothing changes.
+        # wakes the loop for a retry when nothing changes, and to look for new roots.
         ticks = watch(
             *existing,
             debounce=1000,
@@ -106,9 +124,11 @@ class Command(BaseCommand):
             raise_interrupt=False,
         )
         for changes in ticks:
+            if [str(r) for r in roots if r.is_dir()] != existing:
+                return True  # a root appeared or went: watch again what is there
             if not changes and (retry_at is None or time.monotonic() < retry_at):
                 continue
-            if _import_pass(roots):
+            if _import_pass(roots, reported):
                 if delay:
                     logger.info("import works again")
                 delay, retry_at = 0.0, None
@@ -116,10 +136,15 @@ class Command(BaseCommand):
                 delay = min(max(delay * 2, FIRST_DELAY), MAX_DELAY)
                 retry_at = time.monotonic() + delay
                 logger.warning("import pass failed; trying again in %.0f s", delay)
+        return False
 
 
-def _import_pass(roots: list[Path]) -> bool:
-    """One import of every root, logged; False when anything failed. Never raises."""
+def _import_pass(roots: list[Path], reported: set[str] | None = None) -> bool:
+    """One import of every root, logged; False when anything failed. Never raises.
+
+    `reported`: problems already logged by earlier passes; each is logged once, until it
+    goes away (then it is logged again if it comes back).
+    """
     # A connection an earlier failure left broken (or PostgreSQL closed) is not reused.
     close_old_connections()
     try:
@@ -129,8 +154,7 @@ def _import_pass(roots: list[Path]) -> bool:
         logger.exception("import pass stopped by an error: %s", exc)
         connections.close_all()
         return False
-    for error in report.errors:
-        logger.warning(error)
+    _log_new(report.errors, reported, "import")
     if report.sessions or report.errors:
         logger.info(report.summary())
     # An appended line is searchable, and counted, after the pass that imported it.
@@ -141,11 +165,23 @@ def _import_pass(roots: list[Path]) -> bool:
             logger.exception("%s stopped by an error: %s", refresh.__name__, exc)
             connections.close_all()
             return False
-        for error in done.errors:
-            logger.warning(error)
+        _log_new(done.errors, reported, refresh.__name__)
         if done.sessions:
             logger.info(done.summary())
     return not report.errors
+
+
+def _log_new(errors: list[str], reported: set[str] | None, kind: str) -> None:
+    """Log each error not logged before; forget those of `kind` that went away."""
+    if reported is None:
+        for error in errors:
+            logger.warning(error)
+        return
+    now = {f"{kind}: {e}" for e in errors}
+    for key in sorted(now - reported):
+        logger.warning(key.split(": ", 1)[1])
+    reported.difference_update({k for k in reported if k.startswith(f"{kind}: ")} - now)
+    reported.update(now)
 
 
 class _OneLine(logging.Formatter):

@@ -72,6 +72,7 @@ def sessions_import(*, roots: Iterable[Path], progress: Progress | None = None) 
     touched: set[int] = set()
     for source in found:
         report.files += 1
+        report.subagent_files += source.is_subagent
         state = known.get(str(source.path))
         if state is not None and _unchanged(source.path, state):
             report.skipped += 1

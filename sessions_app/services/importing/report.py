@@ -10,6 +10,7 @@ class ImportReport:
     """What one import run did; `errors` name the file (and line) of each problem."""
 
     files: int = 0
+    subagent_files: int = 0  # of `files`: subagent transcripts, not sessions of their own
     sessions: int = 0
     records: int = 0
     skipped: int = 0
@@ -21,8 +22,15 @@ class ImportReport:
 
     def summary(self) -> str:
         """The one-line summary printed at the end of an import."""
+        files = _n(self.files, "file")
+        if self.subagent_files:
+            files += f" ({_n(self.subagent_files, 'subagent transcript')})"
         return (
-            f"{self.files} files, {self.sessions} sessions imported, {self.records} records, "
-            f"{self.skipped} unchanged, {self.invalid} invalid lines, "
-            f"{self.dropped} bad fields dropped, {len(self.errors)} errors"
+            f"{files}, {_n(self.sessions, 'session')} imported, {_n(self.records, 'record')}, "
+            f"{self.skipped} unchanged, {_n(self.invalid, 'invalid line')}, "
+            f"{_n(self.dropped, 'bad field')} dropped, {_n(len(self.errors), 'error')}"
         )
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
