@@ -127,7 +127,8 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         return HttpResponse(status=204)
     query = _search(request)
     sort = request.GET.get("sort", "updated")
-    sessions = selectors.sessions_of_project(project=project, query=query, sort=sort)
+    empty = request.GET.get("empty") == "1"
+    sessions = selectors.sessions_of_project(project=project, query=query, sort=sort, empty=empty)
     page = Paginator(sessions, 50).get_page(request.GET.get("page"))
     page.object_list = selectors.with_children_counts(list(page.object_list))
     for s in page.object_list:
@@ -138,6 +139,8 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     context = {
         "project": project,
         "page": page,
+        "empty": empty,
+        "empty_count": project.sessions.filter(is_subagent=False, turn_count=0).count(),
         "query": query,
         "sort": sort,
         "can_write": can_write(request.user),

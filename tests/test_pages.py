@@ -174,3 +174,23 @@ def test_the_favicon_exists(client, db: None) -> None:
     assert moved.status_code == 301 and moved["Location"] == "/static/sessions_app/favicon.svg"
     icon = client.get(moved["Location"])
     assert icon.status_code == 200 and b"<svg" in b"".join(icon.streaming_content)
+
+
+def test_sessions_without_a_prompt_are_listed_apart_and_offer_nothing_to_resume(
+    client, imported: Path
+) -> None:
+    from sessions_app.models import Session
+
+    empty = Session.objects.get(session_id="a95fea4a-b88a-4e49-ac07-4cc323d8700c")
+    assert empty.turn_count == 0
+    listed = body(client.get(f"/projects/{empty.project_id}/"))
+    assert f'id="session-{empty.session_id}"' not in listed
+    assert "1 session without a prompt" in listed
+    apart = body(client.get(f"/projects/{empty.project_id}/", {"empty": "1"}))
+    assert f'id="session-{empty.session_id}"' in apart
+    page = body(client.get(f"/sessions/{empty.session_id}/"))
+    assert 'id="empty-session"' in page
+    assert 'id="resume-command"' not in page and 'id="branch-session"' not in page
+    webapp = "d62afd75-12b1-4077-921c-1fa1eda79364"
+    full = body(client.get(f"/sessions/{webapp}/"))
+    assert f'data-copy="{webapp}"' in full  # a copy button for the id

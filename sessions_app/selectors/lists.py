@@ -63,8 +63,13 @@ def projects_for_dashboard(*, query: str = "") -> QuerySet[Project]:
     return projects.order_by("-last_activity", "folder")
 
 
-def sessions_of_project(*, project: Project, query: str = "", sort: str = "updated") -> QuerySet:
-    """A project's listed sessions with their parent and child count, for one sorted list."""
+def sessions_of_project(
+    *, project: Project, query: str = "", sort: str = "updated", empty: bool = False
+) -> QuerySet:
+    """A project's listed sessions with their parent and child count, for one sorted list.
+
+    Sessions without a prompt (nothing to resume or branch) are listed apart (`empty`).
+    """
     sessions = (
         Session.objects.listed()
         .filter(project=project)
@@ -73,6 +78,7 @@ def sessions_of_project(*, project: Project, query: str = "", sort: str = "updat
             "abandoned", "first_prompt", "rewind_undo", "parent__abandoned", "parent__first_prompt"
         )
     )
+    sessions = sessions.filter(turn_count=0) if empty else sessions.exclude(turn_count=0)
     if query:
         sessions = sessions.filter(
             Q(title__icontains=query) | Q(first_prompt__icontains=query) | Q(git_branch=query)
