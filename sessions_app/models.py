@@ -63,6 +63,7 @@ class Session(models.Model):
 
     title = models.CharField(max_length=TITLE_LIMIT, blank=True)
     custom_title = models.CharField(max_length=TITLE_LIMIT, blank=True)
+    ai_title = models.CharField(max_length=TITLE_LIMIT, blank=True)  # Claude's `ai-title`
     first_prompt = models.TextField(blank=True)
     cwd = models.CharField(max_length=4096, blank=True)
     git_branch = models.CharField(max_length=255, blank=True)

@@ -86,3 +86,17 @@ def test_a_changed_field_reads_the_same_either_way(
 def test_broken_lines_read_the_same(raw: bytes) -> None:
     for agent in FAST:
         assert same(agent, raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"type":"ai-title","aiTitle":"Fix the login bug","sessionId":"s"}\n',
+        b'{"type":"ai-title","aiTitle":7}\n',
+        b'{"type":"custom-title","customTitle":"mine","aiTitle":"not this"}\n',
+    ],
+)
+def test_title_records_read_the_same(raw: bytes) -> None:
+    assert same("claude", raw)
+    record = claude.parse_line(raw)
+    assert record.kind == "title"

@@ -357,3 +357,39 @@ def test_stale_fork_temp_files_are_cleaned_up(tmp_path: Path) -> None:
     report = sessions_import(roots=[tmp_path])
     assert not stale.exists() and fresh.exists() and theirs.exists()
     assert report.errors == [f"{stale}: removed, left over by an interrupted fork"]
+
+
+def test_claudes_ai_title_names_a_session_after_a_custom_title_and_before_the_prompt(
+    tmp_path: Path, db
+) -> None:
+    from sessions_app.models import Session
+    from sessions_app.services.importing import sessions_import
+
+    from .factories import make_session
+
+    path, records = make_session(tmp_path / "root", 1)
+    sid = records[0]["sessionId"]
+
+    def add(record: dict) -> str:
+        with path.open("ab") as f:
+            f.write(orjson.dumps(record) + b"\n")
+        sessions_import(roots=[tmp_path / "root"])
+        return Session.objects.get(path=str(path)).title
+
+    sessions_import(roots=[tmp_path / "root"])
+    assert Session.objects.get(path=str(path)).title == "prompt 1"
+    assert add({"type": "ai-title", "aiTitle": "Tidy the parser", "sessionId": sid}) == (
+        "Tidy the parser"
+    )
+    assert add({"type": "ai-title", "aiTitle": "Tidy the reader", "sessionId": sid}) == (
+        "Tidy the reader"  # the last one wins
+    )
+    assert add({"type": "custom-title", "customTitle": "mine", "sessionId": sid}) == "mine"
+    # Read again from the start, the same.
+    session = Session.objects.get(path=str(path))
+    session.records.all().delete()
+    Session.objects.filter(pk=session.pk).update(file_size=0, bytes_imported=0)
+    path.write_bytes(path.read_bytes())
+    sessions_import(roots=[tmp_path / "root"])
+    again = Session.objects.get(path=str(path))
+    assert (again.title, again.ai_title) == ("mine", "Tidy the reader")

@@ -167,9 +167,9 @@ def parse_whole(raw: bytes) -> ParsedRecord:
         record.kind = SUMMARY
         record.text = clip(string(data, "summary"))
         record.leaf_uuid = bounded(record, data, "leafUuid", ID_LIMIT)
-    elif raw_type == "custom-title":
+    elif raw_type == "custom-title" or raw_type == "ai-title":  # the CLI's own, or its AI's
         record.kind = TITLE
-        record.title = clip(string(data, "customTitle"))
+        record.title = clip(string(data, "customTitle" if raw_type[0] == "c" else "aiTitle"))
     elif raw_type in BOOKKEEPING_TYPES:
         record.kind = BOOKKEEPING
         record.leaf_uuid = bounded(record, data, "leafUuid", ID_LIMIT)

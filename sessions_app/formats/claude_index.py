@@ -71,6 +71,7 @@ class _Line(IndexedLine, gc=False):
     message: _Message | None = None
     summary: Any = None
     customTitle: Any = None
+    aiTitle: Any = None
     leafUuid: Any = None  # checked only where the record type reads it
     forkedFrom: Any = None
 
@@ -148,9 +149,9 @@ def parse_indexed(raw: bytes) -> ParsedRecord | None:
         leaf = line.leafUuid
         if leaf is not None and not _storable_id(leaf):
             return None
-    elif raw_type == "custom-title":
+    elif raw_type == "custom-title" or raw_type == "ai-title":
         kind = TITLE
-        custom = line.customTitle
+        custom = line.customTitle if raw_type == "custom-title" else line.aiTitle
         title = clip(custom) if custom.__class__ is str else None
     elif raw_type in BOOKKEEPING_TYPES:
         kind = BOOKKEEPING

@@ -17,7 +17,9 @@ REWIND = "rewind"
 # Bookkeeping that names records it belongs to; copied only if they are kept.
 REFERRING_TYPES = frozenset({"file-history-snapshot", "file-history-delta", "summary"})
 # Bookkeeping about the whole session, kept by a rewind wherever it sits.
-SESSION_LEVEL_TYPES = frozenset({"custom-title", "agent-name", "mode", "permission-mode", "tag"})
+SESSION_LEVEL_TYPES = frozenset(
+    {"custom-title", "ai-title", "agent-name", "mode", "permission-mode", "tag"}
+)
 # Never copied: a stale pointer at a leaf would steer the CLI's resume.
 DROPPED_TYPES = frozenset({"last-prompt"})
 

@@ -90,6 +90,7 @@ class FileReader:
         self.cwd = ""
         self.git_branch = ""
         self.title: str | None = None
+        self.ai_title: str | None = None
         self.owner_id: str | None = None
         self.forked_from: str | None = None
 
@@ -157,7 +158,10 @@ class FileReader:
             self._report(line_no, record.error)
             return counted
         elif kind == TITLE and record.title:
-            self.title = record.title
+            if record.raw_type == "ai-title":  # a title the CLI's model proposed: the last wins
+                self.ai_title = record.title
+            else:
+                self.title = record.title
         if record.cwd and not self.cwd:
             self.cwd = record.cwd
         if record.git_branch:

@@ -83,6 +83,7 @@ def reset(session: Session) -> None:
     session.tail_digest = ""
     session.models_used = []
     session.custom_title = ""
+    session.ai_title = ""
     session.last_message_id = ""
     session.started_at = session.updated_at = None
 
@@ -165,9 +166,15 @@ def _write(
     session.last_message_id = (reader.last_message_id or "")[:128]
     if reader.title:
         session.custom_title = collapse(reader.title, TITLE_LIMIT)
+    if reader.ai_title:
+        session.ai_title = collapse(reader.ai_title, TITLE_LIMIT)
     first = session.first_prompt
+    # A title the user gave, else one the CLI's model proposed, else the first prompt.
     session.title = (
-        session.custom_title or (collapse(first) if first else "") or fallback_title()
+        session.custom_title
+        or session.ai_title
+        or (collapse(first) if first else "")
+        or fallback_title()
     )[:TITLE_LIMIT]
     times = [n.timestamp for n in reader.nodes if n.timestamp]
     if times:
