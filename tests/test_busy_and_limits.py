@@ -163,6 +163,16 @@ def _imported_ids(db: Path) -> set[str]:
     return {str(uuid.UUID(r[0])) for r in rows}
 
 
+def _start_watcher(env: dict[str, str], out) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "import_sessions", "--watch", "--no-progress"],
+        cwd=ROOT,
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
+
+
 def _wait_for(what: str, check, process: subprocess.Popen, deadline: float = 60) -> None:
     end = time.monotonic() + deadline
     while not check():
@@ -180,13 +190,7 @@ def test_watcher_survives_a_locked_database_and_logs_why(tmp_path: Path) -> None
     db, log = data / "branchboard.sqlite3", data / "import.log"
     out = (tmp_path / "stdout").open("wb")
     # No migrate first: the watcher sets up the fresh database itself.
-    watcher = subprocess.Popen(
-        [sys.executable, "manage.py", "import_sessions", "--watch", "--no-progress"],
-        cwd=ROOT,
-        env=env,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-    )
+    watcher = _start_watcher(env, out)
     try:
         _wait_for("the first import", lambda: first in _imported_ids(db), watcher)
         holder = sqlite3.connect(db, isolation_level=None, timeout=5)
@@ -222,13 +226,7 @@ def test_watcher_waits_for_a_root_that_does_not_exist_yet(tmp_path: Path) -> Non
     sid = str(uuid.uuid4())
     env = _subprocess_env(data, BRANCHBOARD_ROOTS=str(root))
     out = (tmp_path / "stdout").open("wb")
-    watcher = subprocess.Popen(
-        [sys.executable, "manage.py", "import_sessions", "--watch", "--no-progress"],
-        cwd=ROOT,
-        env=env,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-    )
+    watcher = _start_watcher(env, out)
     try:
         log = data / "import.log"
         _wait_for(

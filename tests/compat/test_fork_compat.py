@@ -170,18 +170,25 @@ def test_rewind_resumes_after_the_previous_turn_and_undo_restores(agent: Agent) 
     assert agent.resume_conversation(sid, "after rewind") == expected
 
 
-def test_branch_of_a_claude_file_with_an_in_cli_rewind_tree(
+def forks_tree(
     clis: dict[str, Path], fake_model: FakeModel, cli_home: CliHome
-) -> None:
+) -> tuple[Agent, Path, str]:
+    """The corpus's Claude file with an in-CLI rewind tree, in the CLI's home, imported."""
     agent = Agent("claude", clis["claude"], fake_model, cli_home)
     name = "ff61fa45-6bd0-4f30-be46-c8dcac5a359b.jsonl"
     folder = agent.root / "-home-dev-code-forks"
     folder.mkdir(parents=True)
     tree = folder / name
     shutil.copyfile(FIXTURES / "cli/claude/-home-dev-code-forks" / name, tree)
-    before = digest(tree)
     agent.import_all()
-    sid = name.removesuffix(".jsonl")
+    return agent, tree, name.removesuffix(".jsonl")
+
+
+def test_branch_of_a_claude_file_with_an_in_cli_rewind_tree(
+    clis: dict[str, Path], fake_model: FakeModel, cli_home: CliHome
+) -> None:
+    agent, tree, sid = forks_tree(clis, fake_model, cli_home)
+    before = digest(tree)
     full = agent.control(sid, "carry on")
     texts = "\n".join(text for _, text in full)
     assert "a different prompt after rewind" in texts
@@ -203,15 +210,8 @@ def test_branch_of_a_claude_file_with_an_in_cli_rewind_tree(
 def test_an_abandoned_branch_brought_back_resumes_with_exactly_its_prompts(
     clis: dict[str, Path], fake_model: FakeModel, cli_home: CliHome
 ) -> None:
-    agent = Agent("claude", clis["claude"], fake_model, cli_home)
-    name = "ff61fa45-6bd0-4f30-be46-c8dcac5a359b.jsonl"
-    folder = agent.root / "-home-dev-code-forks"
-    folder.mkdir(parents=True)
-    tree = folder / name
-    shutil.copyfile(FIXTURES / "cli/claude/-home-dev-code-forks" / name, tree)
+    agent, tree, sid = forks_tree(clis, fake_model, cli_home)
     before = digest(tree)
-    agent.import_all()
-    sid = name.removesuffix(".jsonl")
     full = agent.control(sid, "carry on")
     source = Session.objects.get(session_id=sid)
     (left,) = source.abandoned
