@@ -138,7 +138,9 @@ def fork(
                         line = title_line(session, new_id, again, last_uuid, base)
                         _retitle(session, temp, sum(written.length), line, new_id, found)
                     new = _register(session, temp, target, new_id, written, found, cut, prompts)
-                    new.parent, new.kind, new.fork_turn = session, kind, turn or cut
+                    new.parent, new.kind = session, kind
+                    # A branch brought back split after its `split` turn, 0 included.
+                    new.fork_turn = turn if revived is not None else (turn or cut)
                     temp.link()
                     new.own_write = own_write(os.lstat(target))
                     new.save(update_fields=["parent", "kind", "fork_turn", "own_write"])
