@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from .formats.running import MODES
 from .models import Session
+
+SETTLING = timedelta(seconds=15)
 
 
 class Run(models.Model):
@@ -60,6 +65,16 @@ class Run(models.Model):
     @property
     def ended(self) -> bool:
         return self.ended_at is not None
+
+    @property
+    def watched(self) -> bool:
+        """Whether a page showing this run should still ask how it stands: while it runs,
+        and for a moment after a page took it for gone (its following thread, which may
+        live in another server process, then records how it really ended)."""
+        if self.ended_at is None:
+            return True
+        recent = timezone.now() - self.ended_at < SETTLING
+        return self.state == self.State.LOST and recent
 
     @property
     def mode_label(self) -> str:

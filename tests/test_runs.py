@@ -156,6 +156,32 @@ def test_a_run_whose_process_is_gone_is_shown_as_ended(client: Client, session: 
     assert "ended (its process is gone)" in page and 'id="run-form"' in page
 
 
+def test_a_page_that_took_a_run_for_gone_still_asks_until_its_follower_says(
+    client: Client, session: Session
+) -> None:
+    """A page may mark a run lost a moment before the thread following its CLI records
+    how it ended (stopped, finished): the panel keeps asking for a while, then stops."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    run = open_run(session)
+    url = f"/sessions/{session.session_id}/runs/panel/"
+    Run.objects.filter(pk=run.pk).update(state="lost", ended_at=timezone.now())
+    panel = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "ended (its process is gone)" in panel and 'hx-trigger="every 1s"' in panel
+    # The follower records the stop: the next poll shows it, and polling ends.
+    Run.objects.filter(pk=run.pk).update(state="stopped")
+    panel = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert ">stopped<" in panel and "hx-trigger" not in panel
+    # Lost for good: after a while nobody is coming to say otherwise.
+    Run.objects.filter(pk=run.pk).update(
+        state="lost", ended_at=timezone.now() - timedelta(seconds=20)
+    )
+    panel = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "ended (its process is gone)" in panel and "hx-trigger" not in panel
+
+
 def test_a_reused_pid_is_not_taken_for_the_run(session: Session) -> None:
     proc = sleeper()
     try:
