@@ -46,7 +46,8 @@ def test_keyboard_navigation_on_a_transcript(page: Page, live_server, session_ro
     expect(page.locator("#turn-2")).to_have_class("turn focused")
     before = Session.objects.count()
     page.keyboard.press("b")
-    expect(page.locator("h1")).to_contain_text("subtract feature (Branch)")
+    # The fork is written, fsynced and read back before the page moves to it.
+    expect(page.locator("h1")).to_contain_text("subtract feature (Branch)", timeout=30_000)
     assert Session.objects.count() == before + 1
     fork = Session.objects.get(title="subtract feature (Branch)")
     assert fork.fork_turn == 2 and fork.turn_count == 2
