@@ -7,6 +7,7 @@ plus the inline subagent transcripts of kept turns and session-wide bookkeeping.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import NamedTuple
 
 import orjson
@@ -36,6 +37,14 @@ class Row(NamedTuple):
     turn: int | None
     raw_type: str
     digest: int
+    # What a fork's read-back needs of a kept row (its place in the graph), read in
+    # the same pass as the copy.
+    parent_uuid: str = ""
+    logical_parent_uuid: str = ""
+    kind: str = ""
+    timestamp: datetime | str | None = None  # as the database driver hands it back
+    text: str = ""
+    starts_turn: bool = False
 
 
 def wanted(row: Row, *, cut: int, mode: str) -> bool:
@@ -66,6 +75,16 @@ def refers_to_kept(raw: bytes, kept: set[str]) -> bool:
     message = data.get("snapshotMessageId", data.get("messageId"))
     refs = [r for r in (data.get("leafUuid"), message) if isinstance(r, str)]
     return bool(refs) and all(r in kept for r in refs)
+
+
+def fork_candidate_sql() -> tuple[str, list[str]]:
+    """A SQL condition no row a fork keeps fails (`wanted` still decides), and its parameters.
+
+    Inline subagent records and the rest of the bookkeeping are never read.
+    """
+    types = sorted(REFERRING_TYPES)
+    marks = ", ".join(["%s"] * len(types))
+    return f"NOT sidechain AND (active OR (uuid = '' AND raw_type IN ({marks})))", types
 
 
 def needs_reference_check(row: Row) -> bool:

@@ -13,6 +13,7 @@ import re
 import uuid as uuid_module
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -22,6 +23,7 @@ SESSION_KEY = b'"sessionId"'
 FORKED_KEY = b'"forkedFrom"'
 
 
+@lru_cache(maxsize=64)
 def _needle(session_id: str) -> bytes:
     return b'"sessionId":"' + session_id.encode() + b'"'
 
@@ -31,14 +33,13 @@ def _split_newline(line: bytes) -> tuple[bytes, bytes]:
     return body, line[len(body) :]
 
 
+@lru_cache(maxsize=64)
+def _forked_head(source_id: str) -> bytes:
+    return b',"forkedFrom":{"sessionId":"' + source_id.encode() + b'","messageUuid":"'
+
+
 def _forked_suffix(source_id: str, message_uuid: str) -> bytes:
-    return (
-        b',"forkedFrom":{"sessionId":"'
-        + source_id.encode()
-        + b'","messageUuid":"'
-        + message_uuid.encode()
-        + b'"}}'
-    )
+    return _forked_head(source_id) + message_uuid.encode() + b'"}}'
 
 
 def restamp(

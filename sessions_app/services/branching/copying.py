@@ -16,9 +16,11 @@ from django.db import connection
 from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, several times faster
 
 from ...formats.shape import (
+    FORK,
     REFERRING_TYPES,
     SESSION_LEVEL_TYPES,
     Row,
+    fork_candidate_sql,
     needs_reference_check,
     refers_to_kept,
     wanted,
@@ -31,12 +33,24 @@ from .errors import InvalidTurn, StaleIndex
 FLUSH_BYTES = 4 << 20
 
 
-def rows(session: Session, *, after_turn: int | None = None) -> Iterator[Row]:
-    """The session's records in file order; with `after_turn`, none that lies past it."""
+ROW_COLUMNS = (
+    'line, "offset", length, uuid, active, sidechain, turn, raw_type, digest, '
+    'parent_uuid, logical_parent_uuid, kind, "timestamp", text, starts_turn'
+)
+
+
+def rows(
+    session: Session, *, after_turn: int | None = None, fork_only: bool = False
+) -> Iterator[Row]:
+    """The session's records in file order; with `after_turn`, none that lies past it;
+    with `fork_only`, only rows a fork may keep (see `fork_candidate_sql`)."""
     table = Record._meta.db_table
-    columns = 'line, "offset", length, uuid, active, sidechain, turn, raw_type, digest'
-    sql = f"SELECT {columns} FROM {table} WHERE session_id = %s"  # noqa: S608 (names are ours)
+    sql = f"SELECT {ROW_COLUMNS} FROM {table} WHERE session_id = %s"  # noqa: S608 (names are ours)
     params: list = [session.pk]
+    if fork_only:
+        condition, types = fork_candidate_sql()
+        sql += f" AND {condition}"
+        params += types
     if after_turn is not None:
         # Records past the cut are never kept, except session-wide bookkeeping.
         types = sorted(SESSION_LEVEL_TYPES)
@@ -48,7 +62,7 @@ def rows(session: Session, *, after_turn: int | None = None) -> Iterator[Row]:
         cursor.execute(sql + " ORDER BY line", params)
         while batch := cursor.fetchmany(5_000):
             for values in batch:
-                yield Row(*values)
+                yield Row._make(values)
 
 
 class RecordReader:
@@ -114,7 +128,12 @@ def write_kept(
     write = pending.extend
     with open_regular(session.path, root=session.project.root) as src:
         reader = RecordReader(src, session.path)
-        for row in rows(session, after_turn=cut if lines is None else None):
+        candidates = rows(
+            session,
+            after_turn=cut if lines is None else None,
+            fork_only=mode == FORK and lines is None,
+        )
+        for row in candidates:
             if lines is not None:
                 if not (row.line in lines if row.uuid and not row.sidechain else bookkeeping(row)):
                     continue

@@ -24,7 +24,7 @@ from ...formats import ASSISTANT, COMMAND, PROMPT, ParsedRecord, agent_for
 from ...models import Session
 from ..import_plan import HEAD_BYTES
 from .errors import WriteCheckFailed
-from .kept import Unproven, Written, kept_rows
+from .kept import Unproven, Written
 
 
 class _Line(msgspec.Struct):
@@ -84,7 +84,8 @@ def read_back(
 ) -> ReadBack:
     """Read the temporary file back against the rows it will get; `Unproven` when in doubt."""
     agent = agent_for(session.agent)
-    nodes, facts, kept_assistants = kept_rows(session, written)
+    # The kept rows' nodes were taken in the copy's own pass over the index.
+    nodes, facts, kept_assistants = list(written.nodes), written.facts, written.assistants
     all_assistants = session.records.filter(kind=ASSISTANT).count()
     # Token counts and models are per message: with every assistant record kept they
     # are the source's; otherwise the kept assistant lines are parsed to count them.
