@@ -79,12 +79,17 @@ def env_prices(name: str) -> dict[str, dict[str, float]]:
 DATA_DIR = env_path("BRANCHBOARD_DATA_DIR", Path.home() / ".local" / "share" / "branchboard")
 
 # Session roots: folders holding an agent's `projects/` layout; by default each agent's
-# `~/<home folder>/projects` (`~/.claude/projects`, `~/.qwen/projects`).
+# `~/<home folder>/projects` (`~/.claude/projects`, `~/.qwen/projects`) and the folders
+# older releases used (`~/.qwen/tmp`).
 SESSION_ROOTS = [
     Path(p).expanduser()
     for p in env_list(
         "BRANCHBOARD_ROOTS",
-        [str(Path.home() / a.home_folder / "projects") for a in agents()],
+        [
+            str(Path.home() / a.home_folder / folder)
+            for a in agents()
+            for folder in ("projects", *a.legacy_roots)
+        ],
         sep=os.pathsep,
     )
 ]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
-from .formats import agent_for
+from .formats import agent_for, legacy_root_agent
 from .models import Session
 
 
@@ -28,3 +29,9 @@ def resume_command(session: Session) -> str:
 def fresh_command(session: Session) -> str:
     """`cd <cwd> && claude` (or `qwen`): a new session in the folder `session` ran in."""
     return _in_folder(session, _cli(session))
+
+
+def in_legacy_folder(session: Session) -> bool:
+    """Whether the session lies in an older release's folder (`~/.qwen/tmp/<hash>/chats/`),
+    which today's CLI no longer resumes from (Qwen Code 0.24 reads `~/.qwen/projects`)."""
+    return legacy_root_agent(Path(session.project.root)) is not None

@@ -14,7 +14,7 @@ from . import selectors
 from .formats.running import MODES
 from .models import Session
 from .permissions import can_manage_worktrees, can_run, can_write
-from .resume import resume_command
+from .resume import in_legacy_folder, resume_command
 from .selectors.usage import session_usage
 from .selectors.worktrees import file_backups_kept, worktree_possible
 from .services.runs import run_refresh
@@ -58,6 +58,7 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         "leaf": leaf,
         "branch_turns": total,
         "resume_command": resume_command(session),
+        "legacy_folder": in_legacy_folder(session),
         "subagents": selectors.subagents_of(session),
         "can_write": can_write(request.user),
         "can_worktree": can_manage_worktrees(request.user) and worktree_possible(session),

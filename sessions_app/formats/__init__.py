@@ -152,6 +152,14 @@ def agents() -> tuple[Agent, ...]:
     return tuple(REGISTRY.values())
 
 
+def legacy_root_agent(root: Path) -> Agent | None:
+    """The agent whose older releases kept their projects in `root` (`~/.qwen/tmp`), or None."""
+    for agent in REGISTRY.values():
+        if root.name in agent.legacy_roots and root.parent.name == agent.home_folder:
+            return agent
+    return None
+
+
 def flat_layout_agent() -> Agent:
     """The agent that keeps session files in the project folder itself (Claude Code)."""
     for agent in REGISTRY.values():

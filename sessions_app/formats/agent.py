@@ -36,7 +36,9 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   projects folder), `run_args` (its command line for a run from the page),
   `worktree_folder` (where the CLI makes git worktrees under a repository's top
   level, e.g. `.claude/worktrees`; "" when it makes none), `usage_of` (the tokens
-  an assistant record's API message used, `formats.usage`).
+  an assistant record's API message used, `formats.usage`), `legacy_roots` (folders
+  beside `projects` where older releases kept the same layout, e.g. Qwen Code's
+  `tmp`).
 
 `tests/fake_agent.py` is such a module, and `tests/test_agents.py` imports, shows,
 forks and rewinds its sessions with no other change.
@@ -120,6 +122,10 @@ class Agent:
     run_args: Callable[..., list[str]] | None = None
     # The tokens one assistant record's API message used (formats.usage); None: none.
     usage_of: Callable[[dict], MessageUsage | None] = no_usage
+    # Folders beside `projects` in the home folder where older releases of the CLI kept
+    # the same project layout (Qwen Code's `~/.qwen/tmp/<hash>/chats/`): default roots
+    # too, where only this agent's layout is read.
+    legacy_roots: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:

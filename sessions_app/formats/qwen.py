@@ -1,4 +1,5 @@
-"""Qwen Code session lines (`~/.qwen/projects/<id>/chats/<id>.jsonl`)."""
+"""Qwen Code session lines (`~/.qwen/projects/<id>/chats/<id>.jsonl`; older releases:
+`~/.qwen/tmp/<project hash>/chats/<id>.jsonl`)."""
 
 from __future__ import annotations
 
@@ -192,4 +193,6 @@ AGENT: Agent = Agent(
     worktree_folder=".qwen/worktrees",
     run_args=qwen_run_args,
     usage_of=qwen_usage,
+    # Releases before the `projects/` layout kept `~/.qwen/tmp/<project hash>/chats/`.
+    legacy_roots=("tmp",),
 )

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..formats import Agent, agents, flat_layout_agent, is_session_id
+from ..formats import Agent, agents, flat_layout_agent, is_session_id, legacy_root_agent
 from .files import stale_temp_files_remove
 from .roots import file_kind, resolve_root
 
@@ -51,6 +51,8 @@ def discover(root: Path) -> tuple[list[SessionFile], list[str]]:
         raise RootError(f"{root}: session root is not a folder")
     files: list[SessionFile] = []
     problems: list[str] = []
+    # An older release's root (`~/.qwen/tmp`) holds other things beside projects.
+    only = legacy_root_agent(root)
     try:
         entries = _entries(root)
     except OSError as exc:
@@ -61,7 +63,7 @@ def discover(root: Path) -> tuple[list[SessionFile], list[str]]:
         elif entry.is_dir(follow_symlinks=False):
             folder = root / entry.name
             try:
-                files.extend(_project_files(root, folder, problems))
+                files.extend(_project_files(root, folder, problems, only))
             except OSError as exc:
                 problems.append(f"{folder}: cannot list folder ({exc.strerror})")
     return files, problems
@@ -124,8 +126,15 @@ def _project_agent(folder: Path, problems: list[str]) -> Agent | None:
     return flat_layout_agent()
 
 
-def _project_files(root: Path, folder: Path, problems: list[str]) -> Iterator[SessionFile]:
-    agent = _project_agent(folder, problems)
+def _project_files(
+    root: Path, folder: Path, problems: list[str], only: Agent | None = None
+) -> Iterator[SessionFile]:
+    if only is None:
+        agent = _project_agent(folder, problems)
+    elif _real_folder(only.sessions_folder(folder), problems):
+        agent = only
+    else:
+        return  # not a project of that agent: its other folders are none of ours
     if agent is None:
         return
     sessions = agent.sessions_folder(folder)
