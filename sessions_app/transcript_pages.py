@@ -56,6 +56,7 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         "live": live,
         "show_all": show_all,
         "leaf": leaf,
+        "crumb_here": "abandoned branch" if leaf else (f"from turn {after + 1}" if after else ""),
         "branch_turns": total,
         "resume_command": resume_command(session),
         "legacy_folder": in_legacy_folder(session),

@@ -5,6 +5,7 @@ from django.urls import path
 from . import (
     actions,
     compare_pages,
+    list_pages,
     run_pages,
     search_pages,
     transcript_pages,
@@ -15,8 +16,9 @@ from . import (
 app_name = "sessions"
 
 urlpatterns = [
-    path("", views.project_list, name="project_list"),
-    path("projects/<int:pk>/", views.project_detail, name="project_detail"),
+    path("", list_pages.project_list, name="project_list"),
+    path("recent/", list_pages.recent_sessions, name="recent"),
+    path("projects/<int:pk>/", list_pages.project_detail, name="project_detail"),
     path("search/", search_pages.search_page, name="search"),
     path("usage/", usage_pages.usage_overview, name="usage"),
     path("usage.csv", usage_pages.usage_csv, name="usage_csv"),

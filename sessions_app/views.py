@@ -3,35 +3,23 @@
 from __future__ import annotations
 
 import re
-import time
 import uuid
-from collections.abc import Iterable
-from datetime import datetime, timedelta
 
-from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
-from django.shortcuts import get_object_or_404, render
-from django.utils import timezone
+from django.shortcuts import render
 from django.views.decorators.http import require_safe
 from django_htmx.middleware import HtmxDetails
 
 from . import exporting, selectors
 from .lineage import lineage_svg
-from .models import Project, Session
-from .permissions import can_manage_worktrees, can_write
+from .models import Session
 from .pricing import bundled_source
 from .selectors.tree import family_tree
 from .selectors.usage import family_usage
-from .selectors.worktrees import (
-    grouped_with_worktrees,
-    project_worktrees,
-    worktree_badge,
-)
 from .services.roots import UnsafePath, open_regular
 from .transcript import build_turns, full_item
 from .tree_html import tree_html
-from .usage_charts import usage_context
 
 AGENT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Record ids are UUIDs in both CLIs; a damaged or hand-made file may hold others.
@@ -59,101 +47,6 @@ def bounded_int(value: str | None, default: int, *, low: int = 0, high: int = 10
         return default
 
 
-def _search(request: HttpRequest) -> str:
-    # PostgreSQL refuses NUL in a query parameter; nobody searches for one.
-    return request.GET.get("q", "").replace("\x00", "").strip()[:200]
-
-
-LIVE_SECONDS = 60  # a session written to this recently is live
-LIST_POLL = "every 3s"  # how often an open list asks whether anything changed
-
-
-def _unchanged(request: HtmxHttpRequest, project: Project | None) -> tuple[bool, str]:
-    """Whether a polling list is still right (one small query), and its new stamp.
-
-    The stamp is the newest import the list has seen and when its first "live" badge
-    runs out; the list is drawn again once either moved.
-    """
-    newest = selectors.newest_import(project)
-    seen = request.GET.get("stamp", "")
-    stamp = f"{newest.timestamp() if newest else 0:.6f}"
-    try:
-        seen_import, live_until = seen.split(":")
-        return seen_import == stamp and time.time() < float(live_until), stamp
-    except ValueError:
-        return False, stamp
-
-
-def _poll_url(request: HtmxHttpRequest, stamp: str, shown: Iterable[datetime | None]) -> str:
-    """This list's URL with its query, and the stamp it will show on its next poll."""
-    live_since = timezone.now() - timedelta(seconds=LIVE_SECONDS)
-    expiries = [t.timestamp() + LIVE_SECONDS for t in shown if t and t >= live_since]
-    query = request.GET.copy()
-    query["stamp"] = f"{stamp}:{min(expiries) if expiries else 1e12:.0f}"
-    return f"{request.path}?{query.urlencode()}"
-
-
-@require_safe
-def project_list(request: HtmxHttpRequest) -> HttpResponse:
-    """Every project, most recently active first, with a filter box; live ones marked."""
-    unchanged, stamp = _unchanged(request, None)
-    if request.htmx and "stamp" in request.GET and unchanged:
-        return HttpResponse(status=204)
-    query = _search(request)
-    projects = grouped_with_worktrees(selectors.projects_for_dashboard(query=query))
-    template = "sessions_app/project_list.html"
-    usage = {}
-    if request.htmx:
-        template += "#project-list"
-    else:
-        usage = usage_context()
-    context = {
-        **usage,
-        "projects": projects,
-        "query": query,
-        "live_since": timezone.now() - timedelta(seconds=LIVE_SECONDS),
-        "poll_url": _poll_url(request, stamp, (p.last_activity for p in projects)),
-        "poll_every": LIST_POLL,
-    }
-    return render(request, template, context)
-
-
-@require_safe
-def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    """The sessions of one project: sorted, filtered, paginated; live ones marked."""
-    project = get_object_or_404(Project, pk=pk)
-    unchanged, stamp = _unchanged(request, project)
-    if request.htmx and "stamp" in request.GET and unchanged:
-        return HttpResponse(status=204)
-    query = _search(request)
-    sort = request.GET.get("sort", "updated")
-    empty = request.GET.get("empty") == "1"
-    sessions = selectors.sessions_of_project(project=project, query=query, sort=sort, empty=empty)
-    page = Paginator(sessions, 50).get_page(request.GET.get("page"))
-    page.object_list = selectors.with_children_counts(list(page.object_list))
-    for s in page.object_list:
-        s.worktree = worktree_badge(s)
-    template = "sessions_app/project_detail.html"
-    if request.htmx:
-        template += "#session-list"
-    context = {
-        "project": project,
-        "page": page,
-        "empty": empty,
-        "empty_count": project.sessions.filter(is_subagent=False, turn_count=0).count(),
-        "query": query,
-        "sort": sort,
-        "can_write": can_write(request.user),
-        "can_worktree": can_manage_worktrees(request.user),
-        "worktrees": [] if request.htmx else project_worktrees(project),
-        **({} if request.htmx else usage_context(project)),
-        "live_since": timezone.now() - timedelta(seconds=LIVE_SECONDS),
-        "poll_url": _poll_url(request, stamp, (s.updated_at for s in page.object_list)),
-        "poll_every": LIST_POLL,
-    }
-    return render(request, template, context)
-
-
 @require_safe
 def record_output(
     request: HtmxHttpRequest, session_id: uuid.UUID, line: int, index: int | None = None
@@ -173,7 +66,13 @@ def record_output(
     template = "sessions_app/record_output.html"
     if request.htmx:
         template += "#record-output"
-    context = {"session": session, "items": items, "line": line, "turn": record.turn}
+    context = {
+        "session": session,
+        "items": items,
+        "line": line,
+        "turn": record.turn,
+        "crumb_here": f"line {line + 1}",
+    }
     return render(request, template, context)
 
 

@@ -1,9 +1,9 @@
 """Reads for the pages: one function per page-sized question.
 
-Modules, one capability each: `lists` (projects, the sessions of a project, one
-listed session), `records` (transcript records of a page, read from the file
-through the index), `branches` (abandoned branches and their pages), `family`
-(fork lineage and subagent transcripts), `facts` (a session's summary, turns,
+Modules, one capability each: `lists` (projects, the sessions of a project, the
+recent sessions of all, one listed session), `records` (transcript records of a
+page, read from the file through the index), `branches` (abandoned branches and
+their pages), `family` (fork lineage and subagent transcripts), `facts` (a session's summary, turns,
 prompt texts, undo and edit state), `search` (hits across sessions, one per
 distinct text, grouped by session) and `usage` (tokens and cost per day, model,
 project, session, turn and family; imported from their modules, not re-exported).
@@ -20,6 +20,7 @@ from .lists import (
     listed_session,
     newest_import,
     projects_for_dashboard,
+    recent_sessions,
     session_lines,
     sessions_of_project,
     with_children_counts,
@@ -38,6 +39,7 @@ __all__ = [
     "newest_import",
     "page_records",
     "projects_for_dashboard",
+    "recent_sessions",
     "record_at",
     "session_lines",
     "session_summary",

@@ -86,6 +86,28 @@ def sessions_of_project(
     return sessions.order_by(SESSION_SORTS.get(sort, SESSION_SORTS["updated"]), "-id")
 
 
+def recent_sessions(*, query: str = "", agent: str = "", sort: str = "updated") -> QuerySet:
+    """Sessions with a prompt across every project, newest activity first (or `sort`)."""
+    sessions = (
+        Session.objects.listed()
+        .exclude(turn_count=0)
+        .select_related("project", "parent")
+        .defer(
+            "abandoned", "first_prompt", "rewind_undo", "parent__abandoned", "parent__first_prompt"
+        )
+    )
+    if agent:
+        sessions = sessions.filter(agent=agent)
+    if query:
+        sessions = sessions.filter(
+            Q(title__icontains=query)
+            | Q(first_prompt__icontains=query)
+            | Q(git_branch=query)
+            | Q(project__path__icontains=query)
+        )
+    return sessions.order_by(SESSION_SORTS.get(sort, SESSION_SORTS["updated"]), "-id")
+
+
 def with_children_counts(sessions: list[Session]) -> list[Session]:
     """Set `children_count` on a page of sessions with one query for the whole page."""
     counts = dict(

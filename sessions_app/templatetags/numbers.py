@@ -1,10 +1,14 @@
-"""Numbers for people: 12.3k tokens, $1.24."""
+"""Numbers and times for people: 12.3k tokens, $1.24, "3 hours ago" with the date beside."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
 
 from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.timesince import timesince
 
 register = template.Library()
 
@@ -31,3 +35,26 @@ def usd(value: Decimal | float | None) -> str:
     if abs(amount) >= 1000:
         return f"${amount:,.0f}"
     return f"${amount:,.2f}"
+
+
+def _time(moment: datetime | None, *, full: bool) -> SafeString | str:
+    if moment is None:
+        return ""
+    absolute = f"{moment:%Y-%m-%d %H:%M} UTC"
+    relative = f"{timesince(moment).split(',')[0]} ago"
+    shown = f"{relative} · {absolute}" if full else relative
+    return format_html(
+        '<time datetime="{}" title="{}">{}</time>', moment.isoformat(), absolute, shown
+    )
+
+
+@register.filter
+def when(moment: datetime | None) -> SafeString | str:
+    """ "3 hours ago", with the date and time (UTC) on hover and in the markup."""
+    return _time(moment, full=False)
+
+
+@register.filter
+def when_full(moment: datetime | None) -> SafeString | str:
+    """ "3 hours ago · 2026-11-24 14:02 UTC": relative and absolute, both shown."""
+    return _time(moment, full=True)

@@ -34,6 +34,7 @@ def test_every_page_fits_a_390_px_phone(page: Page, live_server, session_root: P
     page.set_viewport_size({"width": 390, "height": 844})
     urls = [
         "/",
+        "/recent/",
         f"/projects/{source.project_id}/",
         f"/sessions/{source.session_id}/",
         f"/sessions/{BIGREPO_ID}/",
@@ -41,6 +42,7 @@ def test_every_page_fits_a_390_px_phone(page: Page, live_server, session_root: P
         f"/sessions/{source.session_id}/compare/{fork.session_id}/",
         "/search/?q=subtract",
         "/usage/",
+        f"/sessions/{source.session_id}/records/3/output/",
     ]
     for url in urls:
         page.goto(live_server.url + url)

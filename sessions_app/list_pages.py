@@ -1,0 +1,189 @@
+"""The lists: projects (the home page, with the newest sessions), a project's sessions,
+and the recent sessions of every project; each polls for changes and remembers its
+filter and sort.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from urllib.parse import urlencode
+
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
+from django.views.decorators.http import require_safe
+
+from . import selectors
+from .formats import AGENT_LABELS
+from .models import Project
+from .permissions import can_manage_worktrees, can_write
+from .selectors.worktrees import grouped_with_worktrees, project_worktrees, worktree_badge
+from .usage_charts import usage_context
+from .views import HtmxHttpRequest
+
+RECENT_ON_HOME = 8  # sessions on the home page; the rest on /recent/
+SESSION_LIST_DEFAULTS = {"q": "", "sort": "updated", "empty": ""}
+RECENT_DEFAULTS = {"q": "", "sort": "updated", "agent": ""}
+
+
+def remembered(
+    request: HttpRequest, key: str, defaults: dict[str, str]
+) -> HttpResponseRedirect | None:
+    """Keep the filter and sort a list was asked for; a bare visit goes back to them.
+
+    Kept in the visitor's session, per list: a request naming any of them (the filter
+    box and sort menu always send all) replaces what was kept; one naming none (a link
+    to the list) is sent to the kept ones. A poll ("stamp") changes nothing.
+    """
+    if "stamp" in request.GET:
+        return None
+    lists = request.session.get("lists", {})
+    if any(name in request.GET for name in defaults):
+        asked = {
+            name: value
+            for name in defaults
+            if (value := request.GET.get(name, defaults[name])[:200]) != defaults[name]
+        }
+        if lists.get(key, {}) != asked:
+            request.session["lists"] = {**lists, key: asked}
+        return None
+    kept = lists.get(key)
+    if not kept or "page" in request.GET:
+        return None
+    return HttpResponseRedirect(f"{request.path}?{urlencode(kept)}")
+
+
+def _live_since() -> datetime:
+    return timezone.now() - timedelta(seconds=LIVE_SECONDS)
+
+
+def _search(request: HttpRequest) -> str:
+    # PostgreSQL refuses NUL in a query parameter; nobody searches for one.
+    return request.GET.get("q", "").replace("\x00", "").strip()[:200]
+
+
+LIVE_SECONDS = 60  # a session written to this recently is live
+LIST_POLL = "every 3s"  # how often an open list asks whether anything changed
+
+
+def _unchanged(request: HtmxHttpRequest, project: Project | None) -> tuple[bool, str]:
+    """Whether a polling list is still right (one small query), and its new stamp.
+
+    The stamp is the newest import the list has seen and when its first "live" badge
+    runs out; the list is drawn again once either moved.
+    """
+    newest = selectors.newest_import(project)
+    seen = request.GET.get("stamp", "")
+    stamp = f"{newest.timestamp() if newest else 0:.6f}"
+    try:
+        seen_import, live_until = seen.split(":")
+        return seen_import == stamp and time.time() < float(live_until), stamp
+    except ValueError:
+        return False, stamp
+
+
+def _poll_url(request: HtmxHttpRequest, stamp: str, shown: Iterable[datetime | None]) -> str:
+    """This list's URL with its query, and the stamp it will show on its next poll."""
+    live_since = _live_since()
+    expiries = [t.timestamp() + LIVE_SECONDS for t in shown if t and t >= live_since]
+    query = request.GET.copy()
+    query["stamp"] = f"{stamp}:{min(expiries) if expiries else 1e12:.0f}"
+    return f"{request.path}?{query.urlencode()}"
+
+
+@require_safe
+def project_list(request: HtmxHttpRequest) -> HttpResponse:
+    """Every project, most recently active first, with a filter box; live ones marked."""
+    unchanged, stamp = _unchanged(request, None)
+    if request.htmx and "stamp" in request.GET and unchanged:
+        return HttpResponse(status=204)
+    if back := remembered(request, "projects", {"q": ""}):
+        return back
+    query = _search(request)
+    projects = grouped_with_worktrees(selectors.projects_for_dashboard(query=query))
+    template = "sessions_app/project_list.html"
+    usage = {}
+    if request.htmx:
+        template += "#project-list"
+    else:
+        usage = usage_context()
+    context = {
+        **usage,
+        "recent": selectors.recent_sessions()[:RECENT_ON_HOME],
+        "projects": projects,
+        "query": query,
+        "live_since": _live_since(),
+        "poll_url": _poll_url(request, stamp, (p.last_activity for p in projects)),
+        "poll_every": LIST_POLL,
+    }
+    return render(request, template, context)
+
+
+@require_safe
+def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """The sessions of one project: sorted, filtered, paginated; live ones marked."""
+    project = get_object_or_404(Project, pk=pk)
+    unchanged, stamp = _unchanged(request, project)
+    if request.htmx and "stamp" in request.GET and unchanged:
+        return HttpResponse(status=204)
+    if back := remembered(request, f"project-{project.pk}", SESSION_LIST_DEFAULTS):
+        return back
+    query = _search(request)
+    sort = request.GET.get("sort", "updated")
+    empty = request.GET.get("empty") == "1"
+    sessions = selectors.sessions_of_project(project=project, query=query, sort=sort, empty=empty)
+    page = Paginator(sessions, 50).get_page(request.GET.get("page"))
+    page.object_list = selectors.with_children_counts(list(page.object_list))
+    for s in page.object_list:
+        s.worktree = worktree_badge(s)
+    template = "sessions_app/project_detail.html"
+    if request.htmx:
+        template += "#session-list"
+    context = {
+        "project": project,
+        "page": page,
+        "empty": empty,
+        "empty_count": project.sessions.filter(is_subagent=False, turn_count=0).count(),
+        "query": query,
+        "sort": sort,
+        "can_write": can_write(request.user),
+        "can_worktree": can_manage_worktrees(request.user),
+        "worktrees": [] if request.htmx else project_worktrees(project),
+        **({} if request.htmx else usage_context(project)),
+        "live_since": _live_since(),
+        "poll_url": _poll_url(request, stamp, (s.updated_at for s in page.object_list)),
+        "poll_every": LIST_POLL,
+    }
+    return render(request, template, context)
+
+
+@require_safe
+def recent_sessions(request: HtmxHttpRequest) -> HttpResponse:
+    """The newest sessions of every project, live ones marked; filtered and sorted."""
+    unchanged, stamp = _unchanged(request, None)
+    if request.htmx and "stamp" in request.GET and unchanged:
+        return HttpResponse(status=204)
+    if back := remembered(request, "recent", RECENT_DEFAULTS):
+        return back
+    query, sort = _search(request), request.GET.get("sort", "updated")
+    agent = request.GET.get("agent", "")
+    agent = agent if agent in dict(AGENT_LABELS) else ""
+    sessions = selectors.recent_sessions(query=query, agent=agent, sort=sort)
+    page = Paginator(sessions, 50).get_page(request.GET.get("page"))
+    template = "sessions_app/recent.html"
+    if request.htmx:
+        template += "#recent-list"
+    context = {
+        "page": page,
+        "query": query,
+        "sort": sort,
+        "agent": agent,
+        "agents": AGENT_LABELS,
+        "live_since": _live_since(),
+        "poll_url": _poll_url(request, stamp, (s.updated_at for s in page.object_list)),
+        "poll_every": LIST_POLL,
+    }
+    return render(request, template, context)
