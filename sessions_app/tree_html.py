@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
@@ -36,15 +38,20 @@ def _card(node: TreeNode, current: Session) -> SafeString:
         assert owner is not None
         prompt = str(branch.get("prompt") or "")
         url = reverse("sessions:session_detail", args=[owner.session_id])
+        against = reverse("sessions:compare", args=[owner.session_id, owner.session_id])
+        leaf = quote(str(branch.get("leaf_uuid") or ""), safe="")
         return format_html(
             '<span class="tree-title">“{}”</span> <span class="meta">left by a rewind inside '
             "the CLI at turn {} · {} · still in this file</span> "
-            '<a class="meta" href="{}?leaf={}">open it</a>',
+            '<a class="meta" href="{}?leaf={}">open it</a> · '
+            '<a class="meta compare-branch" href="{}?leaf_b={}">compare with the active branch</a>',
             prompt if len(prompt) <= 160 else prompt[:159] + "…",
             branch.get("at_turn") or "?",
             _plural(int(branch.get("turns") or 0), "turn"),
             url,
-            str(branch.get("leaf_uuid") or ""),
+            leaf,
+            against,
+            leaf,
         )
     s = node.session
     kind = s.get_kind_display() or "original"

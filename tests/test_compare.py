@@ -99,3 +99,38 @@ def test_any_two_of_a_family_can_be_picked_from_the_lineage_page(
     page = client.get(response["Location"]).content.decode()
     assert "Two directions from turn 1" in page
     assert client.get(f"/sessions/{two.session_id}/compare/", {"a": "x"}).status_code == 404
+
+
+def test_a_session_compares_with_a_branch_its_cli_rewind_abandoned(
+    imported: Path, client: Client
+) -> None:
+    from sessions_app.selectors.branches import abandoned_branch
+
+    from .facts import FORKS_TREE
+
+    session = Session.objects.get(path=str(imported / FORKS_TREE))
+    [left] = session.abandoned
+    branch = abandoned_branch(session, left["leaf_uuid"])
+
+    cmp = compare(session, session, None, branch)
+
+    assert cmp.split == 2 and len(cmp.shared) == 2
+    assert (cmp.a.total_turns, cmp.b.total_turns) == (1, 1)
+    assert "a different prompt after rewind" in cmp.a.turns[0].prompt
+    assert "one more prompt in the branch" in cmp.b.turns[0].prompt
+    assert cmp.a.branch is None and cmp.b.branch is branch
+
+    url = f"/sessions/{session.session_id}/compare/{session.session_id}/"
+    page = client.get(f"{url}?leaf_b={left['leaf_uuid']}").content.decode()
+    assert "Two directions from turn 2" in page and "abandoned branch" in page
+    assert "a different prompt after rewind" in page and "one more prompt in the branch" in page
+    assert f'?leaf={left["leaf_uuid"]}"' in page  # the branch's side links to its own page
+    # Reached from the branch's page and from the tree.
+    branch_page = client.get(f"/sessions/{session.session_id}/?leaf={left['leaf_uuid']}")
+    assert f'{url}?leaf_b={left["leaf_uuid"]}" id="compare-branch"' in branch_page.content.decode()
+    tree = client.get(f"/sessions/{session.session_id}/lineage/").content.decode()
+    assert f'class="meta compare-branch" href="{url}?leaf_b={left["leaf_uuid"]}"' in tree
+    # A leaf that names no abandoned branch, and the same direction twice, are not pages.
+    assert client.get(f"{url}?leaf_b={session.leaf_uuid}").status_code == 404
+    assert client.get(f"{url}?leaf_b=../x").status_code == 404
+    assert client.get(url).status_code == 404

@@ -1,9 +1,12 @@
-"""Two sessions of a family side by side: the history they share, then each direction.
+"""Two directions side by side: the history they share, then each direction.
 
-The split is where their active branches stop holding the same prompts (a fork
-copies its records with their uuids, so the shared turns have the same ones). Each
-side's turns after it are read from its file: the prompt, the start of the reply,
-the tools used, the files an edit or write touched, and the tool calls that failed.
+A direction is a session's active branch, or a branch an in-CLI rewind abandoned
+inside its file (`selectors.branches`), so two sessions of a family, a session and
+one of its own abandoned branches, or two abandoned branches compare alike. The
+split is where they stop holding the same prompts (a fork copies its records with
+their uuids, so the shared turns have the same ones). Each side's turns after it
+are read from its file: the prompt, the start of the reply, the tools used, the
+files an edit or write touched, and the tool calls that failed.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from dataclasses import dataclass, field
 
 from ..formats import ASSISTANT, TOOL_RESULT, agent_for
 from ..models import Session
+from .branches import Branch, branch_records
 from .records import transcript_records
-from .usage import Totals, turn_usage
+from .usage import Totals, lines_usage, turn_usage
 
 MAX_TURNS = 200  # turns shown per side after the split
 REPLY_CHARS = 300
@@ -48,6 +52,7 @@ class Side:
     usage: Totals
     files: dict[str, list[tuple[int, str]]]  # path -> (turn, tool) in order
     failed: int
+    branch: Branch | None = None  # an abandoned branch of the session; None: its active one
 
     @property
     def more(self) -> int:
@@ -79,8 +84,8 @@ class Comparison:
         return [path for path, a, b in self.files if a and b]
 
 
-def _starts(session: Session) -> list[tuple[int, str, str]]:
-    """(turn, prompt uuid, prompt text) of each turn of the active branch, in order."""
+def _starts(session: Session, branch: Branch | None) -> list[tuple[int, str, str]]:
+    """(turn, prompt uuid, prompt text) of each turn of the direction, in order."""
     rows = (
         session.records.active().turn_starts().order_by("line").values_list("turn", "uuid", "text")
     )
@@ -90,32 +95,57 @@ def _starts(session: Session) -> list[tuple[int, str, str]]:
         if turn is not None and turn not in seen:
             seen.add(turn)
             out.append((turn, uuid, text))
-    return out
+    if branch is None:
+        return out
+    own = session.records.filter(line__in=branch.starts).order_by("line")
+    mine = [
+        (branch.shared + 1 + i, u, t) for i, (u, t) in enumerate(own.values_list("uuid", "text"))
+    ]
+    return out[: branch.shared] + mine
 
 
-def compare(a: Session, b: Session) -> Comparison:
-    """Compare the active branches of `a` and `b` from where they split."""
-    starts_a, starts_b = _starts(a), _starts(b)
+def compare(
+    a: Session, b: Session, branch_a: Branch | None = None, branch_b: Branch | None = None
+) -> Comparison:
+    """Compare two directions (active branches, or the abandoned ones given) from their split."""
+    starts_a, starts_b = _starts(a, branch_a), _starts(b, branch_b)
     split = 0
     for (_, ua, _), (_, ub, _) in zip(starts_a, starts_b, strict=False):
         if not ua or ua != ub:
             break
         split += 1
-    side_a = _side(a, split, len(starts_a))
-    side_b = _side(b, split, len(starts_b))
+    side_a = _side(a, split, len(starts_a), branch_a)
+    side_b = _side(b, split, len(starts_b), branch_b)
     paths = list(dict.fromkeys([*side_a.files, *side_b.files]))
     files = [(p, side_a.files.get(p, []), side_b.files.get(p, [])) for p in sorted(paths)]
     return Comparison(side_a, side_b, split, [text for _, _, text in starts_a[:split]], files)
 
 
-def _side(session: Session, split: int, turns: int) -> Side:
+def _records(session: Session, branch: Branch | None, first: int, last: int) -> list:
+    if branch is None:
+        return transcript_records(session, first_turn=first, last_turn=last)
+    return branch_records(session, branch, first_turn=first, last_turn=last)
+
+
+def _usage_after(session: Session, branch: Branch | None, split: int) -> Totals:
+    if branch is not None:
+        lines = {line for line, (turn, on) in branch.rows.items() if on and (turn or 0) > split}
+        return lines_usage(session, lines)
+    usage = Totals()
+    for number, totals in turn_usage(session):
+        if number > split:
+            usage.merge(totals)
+    return usage
+
+
+def _side(session: Session, split: int, turns: int, branch: Branch | None) -> Side:
     agent = agent_for(session.agent)
     last = min(turns, split + MAX_TURNS)
     shown: dict[int, TurnSide] = {}
     files: dict[str, list[tuple[int, str]]] = {}
     failed = 0
     if last > split:
-        for record in transcript_records(session, first_turn=split + 1, last_turn=last):
+        for record in _records(session, branch, split + 1, last):
             if record.turn is None or record.sidechain or not isinstance(record.data, dict):
                 continue
             turn = shown.get(record.turn)
@@ -136,13 +166,9 @@ def _side(session: Session, split: int, turns: int) -> Side:
                 bad = sum(1 for outcome in agent.tool_results(record.data) if outcome.is_error)
                 turn.failed += bad
                 failed += bad
-    usage = Totals()
-    for number, totals in turn_usage(session):
-        if number > split:
-            usage.merge(totals)
-    return Side(
-        session, sorted(shown.values(), key=lambda t: t.number), turns - split, usage, files, failed
-    )
+    usage = _usage_after(session, branch, split)
+    ordered = sorted(shown.values(), key=lambda t: t.number)
+    return Side(session, ordered, turns - split, usage, files, failed, branch)
 
 
 def _written_path(name: str, arguments: object) -> str:

@@ -171,6 +171,19 @@ def turn_usage(session: Session) -> list[tuple[int, Totals]]:
     return sorted(turns.items())
 
 
+def lines_usage(session: Session, lines: set[int]) -> Totals:
+    """The totals of the session's messages that start at these lines (a branch's own)."""
+    totals = Totals()
+    if not lines:
+        return totals
+    where = "u.session_id = %s AND u.line BETWEEN %s AND %s"
+    params = [session.pk, min(lines), max(lines)]
+    for line, model, day, long, counts in _grouped("u.line", "", where, params):
+        if int(line) in lines:
+            totals.add(model, day, long, counts)
+    return totals
+
+
 @dataclass
 class FamilyMember:
     session: Session
