@@ -12,6 +12,7 @@ from .models import Session
 from .pricing import bundled_source
 from .selectors.branches import Branch, abandoned_branch
 from .selectors.compare import compare
+from .selectors.worktrees import worktrees_diff
 from .views import LEAF_RE, session_or_404
 
 
@@ -38,7 +39,8 @@ def compare_page(request: HttpRequest, session_id: uuid.UUID, other_id: uuid.UUI
     if a.pk == b.pk and branch_a == branch_b:
         raise Http404("pick two different branches")
     cmp = compare(a, b, branch_a, branch_b)
-    context = {"cmp": cmp, "price_source": bundled_source()}
+    git_diff = worktrees_diff(a, b) if a.pk != b.pk else None
+    context = {"cmp": cmp, "git_diff": git_diff, "price_source": bundled_source()}
     return render(request, "sessions_app/compare.html", context)
 
 

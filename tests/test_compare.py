@@ -134,3 +134,33 @@ def test_a_session_compares_with_a_branch_its_cli_rewind_abandoned(
     assert client.get(f"{url}?leaf_b={session.leaf_uuid}").status_code == 404
     assert client.get(f"{url}?leaf_b=../x").status_code == 404
     assert client.get(url).status_code == 404
+
+
+def test_two_sessions_in_worktrees_of_one_repository_show_the_real_git_diff(
+    tmp_path: Path, client: Client
+) -> None:
+    from .test_worktrees import claude_session, commit, make_repo, run
+
+    repo = make_repo(tmp_path / "code" / "app")
+    root = tmp_path / "claude-projects"
+    for name in ("left", "right"):
+        run("worktree", "add", "-q", "-b", f"try-{name}", str(tmp_path / name), cwd=repo)
+    commit(tmp_path / "left", "app.py", "print('left')\n", "left's way")
+    commit(tmp_path / "right", "new.py", "x = 2\n", "right's way")
+    a = claude_session(root, tmp_path / "left")
+    b = claude_session(root, tmp_path / "right")
+
+    page = client.get(f"/sessions/{a.session_id}/compare/{b.session_id}/").content.decode()
+
+    assert 'id="compare-git"' in page and "git diff try-left try-right" in page
+    assert "app.py" in page and "new.py" in page
+    assert (
+        '<span class="del">-print(&#x27;left&#x27;)</span>' in page
+    )  # left's line, gone on the right
+    assert '<span class="add">+print(&#x27;v1&#x27;)</span>' in page
+    assert '<span class="add">+x = 2</span>' in page
+    # Not in git worktrees of one repository (the corpus sessions): no such section.
+    other = make_repo(tmp_path / "code" / "other")
+    c = claude_session(root, other)
+    page = client.get(f"/sessions/{a.session_id}/compare/{c.session_id}/").content.decode()
+    assert 'id="compare-git"' not in page

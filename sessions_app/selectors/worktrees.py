@@ -13,7 +13,7 @@ from ..formats import agent_for, file_history
 from ..formats.worktrees import is_stale, worktree_of
 from ..models import Project, Session
 from ..services import git
-from ..services.git import Changes, GitError, age_days, read_marker
+from ..services.git import BranchDiff, Changes, GitError, age_days, read_marker
 
 
 def worktree_possible(session: Session) -> bool:
@@ -129,3 +129,23 @@ def grouped_with_worktrees(projects: Iterable[Project]) -> list[Project]:
             out.append(project)
             out.extend(under.get(project.pk, []))
     return out
+
+
+def worktrees_diff(a: Session, b: Session) -> BranchDiff | str | None:
+    """The real `git diff` between the branches two sessions' working trees have checked out.
+
+    None unless both ran in git working trees of the same repository, on two different
+    branches, that are still on this machine; a string says why git could not answer.
+    """
+    folders = [Path(s.cwd) for s in (a, b) if s.cwd and os.path.isdir(s.cwd)]
+    if len(folders) != 2:
+        return None
+    try:
+        if git.common_dir(folders[0]) != git.common_dir(folders[1]):
+            return None
+        left, right = git.current_branch(folders[0]), git.current_branch(folders[1])
+        if not left or not right or left == right:
+            return None
+        return git.branch_diff(folders[0], left, right)
+    except GitError as exc:
+        return str(exc)

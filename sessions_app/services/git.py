@@ -163,6 +163,26 @@ def unique_commits(folder: Path, branch: str) -> int:
 
 
 @dataclass(frozen=True)
+class BranchDiff:
+    """What `git diff left right` says between two branches' commits, cut at a size."""
+
+    left: str
+    right: str
+    stat: str
+    patch: str
+    cut: bool  # the patch was longer than shown
+
+
+def branch_diff(folder: Path, left: str, right: str, *, limit: int = 200_000) -> BranchDiff:
+    """The diff from branch `left` to branch `right` (committed work only), renames found."""
+    refs = (f"refs/heads/{left}", f"refs/heads/{right}")
+    options = ("--no-color", "--no-ext-diff", "--no-textconv", "-M")
+    stat = git("diff", *options, "--stat=120", *refs, "--", cwd=folder).stdout
+    patch = git("diff", *options, *refs, "--", cwd=folder).stdout
+    return BranchDiff(left, right, stat[:limit], patch[:limit], len(patch) > limit)
+
+
+@dataclass(frozen=True)
 class WorktreeEntry:
     """One working tree `git worktree list` reports."""
 
