@@ -68,3 +68,19 @@ def test_a_deep_family_tree_stays_readable_on_a_phone(
     # Collapsing the root's branches hides all 40 below it.
     tree.locator("details > summary").first.click()
     expect(tree.locator(".tree-node.current")).to_be_hidden()
+
+
+def test_a_branch_left_inside_a_file_compares_with_the_active_one_from_the_tree(
+    page: Page, live_server, session_root: Path
+) -> None:
+    forks_tree = "cli/claude/-home-dev-code-forks/ff61fa45-6bd0-4f30-be46-c8dcac5a359b.jsonl"
+    session = Session.objects.get(path=str(session_root / forks_tree))
+    page.goto(f"{live_server.url}/sessions/{session.session_id}/lineage/")
+    page.locator("#family-tree a.compare-branch").first.click()
+    expect(page.locator("h1")).to_have_text("Two directions from turn 2")
+    expect(page.locator("#compare-left")).to_contain_text("a different prompt after rewind")
+    expect(page.locator("#compare-right")).to_contain_text("one more prompt in the branch")
+    expect(page.locator("#compare-right h2")).to_contain_text("abandoned branch")
+    # The right side's title opens that branch's own page.
+    page.locator("#compare-right h2 a").click()
+    expect(page.locator("#compare-branch")).to_be_visible()
