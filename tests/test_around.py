@@ -126,3 +126,12 @@ def test_times_are_relative_with_the_date_beside() -> None:
     assert ">3\xa0hours ago</time>" in short and f'title="{stamp}"' in short
     assert f">3\xa0hours ago · {stamp}</time>" in full
     assert when(None) == ""
+
+
+def test_ids_and_paths_have_copy_buttons(client, imported: Path) -> None:
+    session = Session.objects.get(path=str(imported / WEBAPP))
+    transcript = client.get(f"/sessions/{session.session_id}/").content.decode()
+    for value in (str(session.session_id), session.cwd, session.path, session.git_branch):
+        assert f'data-copy="{value}"' in transcript, value
+    project = client.get(f"/projects/{session.project_id}/").content.decode()
+    assert f'data-copy="{session.project.path}"' in project
