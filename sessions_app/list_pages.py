@@ -180,7 +180,7 @@ def recent_sessions(request: HtmxHttpRequest) -> HttpResponse:
         "page": page,
         "query": query,
         "sort": sort,
-        "agent": agent,
+        "picked_agent": agent,
         "agents": AGENT_LABELS,
         "live_since": _live_since(),
         "poll_url": _poll_url(request, stamp, (s.updated_at for s in page.object_list)),

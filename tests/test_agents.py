@@ -67,7 +67,7 @@ FUNCTIONS = (
     "is_session_path",
     "usage_of",
 )
-INTERFACE = (*DATA, *FUNCTIONS, "rewind_line", "rewinds_by_appending", "run_args")
+INTERFACE = (*DATA, *FUNCTIONS, "rewind_line", "rewinds_by_appending", "run_args", "legacy_roots")
 
 EVERY_AGENT = [*REGISTRY.values(), fake_agent.AGENT]
 
@@ -81,6 +81,7 @@ def test_every_agent_provides_the_whole_interface(agent: Agent) -> None:
     assert isinstance(agent.subagent_files, bool) and agent.leaf_rule in LEAF_RULES
     assert agent.rewinds_by_appending is (agent.rewind_line is not None)
     assert agent.run_args is None or callable(agent.run_args)
+    assert all(isinstance(name, str) and "/" not in name for name in agent.legacy_roots)
     # The interface is the dataclass's fields: nothing an agent may leave out.
     fields = {f.name for f in dataclasses.fields(Agent)}
     assert fields <= set(INTERFACE)
