@@ -21,7 +21,7 @@ from markdown_it import MarkdownIt
 
 from . import selectors
 from .models import Session
-from .rendering import MARKDOWN_LIMIT
+from .rendering import MARKDOWN_LIMIT, chips_text
 from .transcript import build_turns
 
 CHUNK_TURNS = 50
@@ -150,7 +150,7 @@ def markdown_chunks(session: Session) -> Iterator[str]:
         for turn in turns:
             if turn.number is None:
                 continue
-            yield f"## Turn {turn.number}\n\n**User:**\n\n{_inert(turn.prompt)}\n\n"
+            yield f"## Turn {turn.number}\n\n**User:**\n\n{_inert(chips_text(turn.prompt))}\n\n"
             for item in turn.items:
                 if item.kind == "text":
                     yield f"**Assistant:**\n\n{_inert(item.text)}\n\n"
@@ -159,7 +159,9 @@ def markdown_chunks(session: Session) -> Iterator[str]:
                     yield f"**Tool {_code(call.name) or '(unnamed)'}** {_code(call.summary)}\n\n"
                     if call.result:
                         yield f"{_fenced(call.result)}\n\n"
-                elif item.kind in ("note", "summary", "boundary"):
+                elif item.kind == "note":
+                    yield f"{_quote(chips_text(item.text).strip()[:2000])}\n\n"
+                elif item.kind in ("summary", "boundary", "expansion"):
                     yield f"{_quote(item.text.strip()[:2000])}\n\n"
 
 

@@ -9,12 +9,14 @@ hostile or enormous transcript still renders in bounded time as inert markup.
 
 Modules, one rule each: `text` (plain text: cleaned, cut, terminal output and tool
 listings), `code` (highlighting), `markdown` (Markdown and the sanitiser's
-allow-list), `diffs` (line diffs as tables), `charts` (bar charts as SVG, imported
-from their module). Every name of the first four is re-exported here.
+allow-list), `diffs` (line diffs as tables), `chips` (user text with the CLIs'
+markup as labelled chips), `charts` (bar charts as SVG, imported from their
+module). Every name of the first five is re-exported here.
 """
 
 from __future__ import annotations
 
+from .chips import chips_text, with_chips_html
 from .code import HIGHLIGHT_LIMIT, code_html
 from .diffs import DIFF_CHAR_LIMIT, DIFF_LINE_LIMIT, diff_html
 from .markdown import MARKDOWN_LIMIT, markdown_html, sanitize
@@ -25,6 +27,7 @@ __all__ = [
     "DIFF_LINE_LIMIT",
     "HIGHLIGHT_LIMIT",
     "MARKDOWN_LIMIT",
+    "chips_text",
     "code_html",
     "diff_html",
     "markdown_html",
@@ -33,4 +36,5 @@ __all__ = [
     "split_reminders",
     "strip_ansi",
     "truncate",
+    "with_chips_html",
 ]

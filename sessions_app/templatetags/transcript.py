@@ -29,6 +29,20 @@ def markdown(text: str) -> SafeString:
 
 
 @register.filter
+def plain(text: str | None) -> str:
+    """User text on one line, its markup by labels (`formats.markup.plain`): for lists."""
+    from sessions_app.formats.markup import plain as plain_text
+
+    return plain_text(text or "")
+
+
+@register.filter
+def with_chips(text: str | None) -> SafeString:
+    """User text: prose escaped with its line breaks, the CLIs' markup as labelled chips."""
+    return _rendering().with_chips_html(text or "")
+
+
+@register.filter
 def output(text: str | None) -> SafeString:
     """Tool output: ANSI stripped, escaped."""
     shown = _rendering().strip_ansi(text or "")

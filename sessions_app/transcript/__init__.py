@@ -16,7 +16,7 @@ item). Every name is re-exported here.
 from __future__ import annotations
 
 from .building import build_page, build_turns, full_item
-from .items import Image, Item, Page, RawRecord, ToolCall, Turn, display_prompt
+from .items import Image, Item, Page, RawRecord, ToolCall, Turn
 from .limits import PAGE_LIMITS, Cut, PageLimits, Size
 
 __all__ = [
@@ -32,6 +32,5 @@ __all__ = [
     "Turn",
     "build_page",
     "build_turns",
-    "display_prompt",
     "full_item",
 ]

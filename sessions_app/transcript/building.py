@@ -23,6 +23,7 @@ from ..formats import (
     Agent,
     agent_for,
 )
+from ..formats.markup import read_markup
 from .items import (
     WRITE_TOOLS,
     Image,
@@ -32,7 +33,6 @@ from .items import (
     ToolCall,
     Turn,
     as_json,
-    display_prompt,
     edit_of,
     image_of,
     images_of,
@@ -129,8 +129,12 @@ def _pieces(rec: RawRecord, agent: Agent, show_all: bool) -> list[tuple[str, Any
         return [("summary", agent.record_text(data))]
     if rec.kind in (USER_OTHER, LOCAL_OUTPUT, PROMPT, COMMAND):
         text = agent.record_text(data) or str(data.get("content") or "")
-        return [("note", display_prompt(text))] if text.strip() else []
+        return [("note", text)] if text.strip() else []
     return [("record", rec)] if show_all else []
+
+
+def _is_command(prompt: str) -> bool:
+    return "</command-name>" in prompt[:2000] and read_markup(prompt[:2000]).command is not None
 
 
 class _Builder:
@@ -171,14 +175,14 @@ class _Builder:
         self.items += kind != "result"
         self.spent += ITEM_BYTES
         if kind == "prompt" and turn.prompt_line is None:
-            text = display_prompt(self.agent.record_text(rec.data) or rec.text)
+            text = self.agent.record_text(rec.data) or rec.text
             turn.prompt, turn.prompt_cut = self.cut(text, limits.message)
             turn.prompt_line, turn.timestamp = rec.line, rec.timestamp
             turn.images, hidden = self._images(images_of(rec.data, self.agent))
             if hidden:
                 turn.prompt_cut = _with_images(turn.prompt_cut, turn.prompt, hidden)
         elif kind == "prompt":
-            text = display_prompt(self.agent.record_text(rec.data) or rec.text)
+            text = self.agent.record_text(rec.data) or rec.text
             self._text_item(rec, index, "note", text, limits.note)
         elif kind == "part" and value.kind == "tool":
             call = ToolCall(value.call_id, value.name, value.input or {}, rec.line, index)
@@ -191,6 +195,9 @@ class _Builder:
             self._result(rec, index, value, limits)
         elif kind in ("summary", "boundary"):
             self._text_item(rec, index, kind, value, limits.message, markdown=True)
+        elif kind == "note" and not turn.items and _is_command(turn.prompt):
+            # What a slash command expanded to, sent in the person's name: kept closed.
+            self._text_item(rec, index, "expansion", value, limits.message, markdown=True)
         elif kind == "note":
             self._text_item(rec, index, kind, value, limits.note)
         else:

@@ -1,6 +1,6 @@
 """What a transcript page is made of: turns, items, tool calls paired with results, images.
 
-Also the small readings of a record these need: a prompt as typed, a record's
+Also the small readings of a record these need: a record's
 images, the edit a call made, a value as indented JSON. Pure Python.
 """
 
@@ -17,9 +17,6 @@ from .limits import Cut
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 BASE64_RE = re.compile(r"^[A-Za-z0-9+/=\s]+$")
-TAG_RE = re.compile(
-    r"<(command-name|command-args|command-message|local-command-stdout)>(.*?)</\1>", re.S
-)
 EDIT_TOOLS = ("Edit", "MultiEdit", "replace", "edit")
 WRITE_TOOLS = ("Write", "write_file")
 READ_TOOLS = ("Read", "read_file")
@@ -149,16 +146,6 @@ class Page:
     next_turn: int | None = None  # the turn the next page starts in (None: before turn 1)
     next_line: int | None = None  # None: this page showed every record it was given
     next_index: int = 0  # items of the record at `next_line` this page showed
-
-
-def display_prompt(text: str) -> str:
-    """Slash commands and local output as a person typed or saw them, without the tags."""
-    if "<command-name>" not in text and "<local-command-stdout>" not in text:
-        return text
-    parts = {m.group(1): m.group(2).strip() for m in TAG_RE.finditer(text)}
-    if "command-name" in parts:
-        return " ".join(p for p in (parts["command-name"], parts.get("command-args", "")) if p)
-    return parts.get("local-command-stdout", text)
 
 
 def as_json(value: Any) -> str:

@@ -19,6 +19,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from ...formats import collapse
+from ...formats.markup import title_text
 from ...models import TITLE_LIMIT, Record, Session
 from ..import_plan import HEAD_BYTES, digest
 from ..importing import RECORD_COLUMNS
@@ -130,7 +131,7 @@ def new_session_row(
         path=str(path),
         agent=source.agent,
         custom_title=custom,
-        title=(custom or (collapse(first) if first else ""))[:TITLE_LIMIT],
+        title=(custom or title_text(first))[:TITLE_LIMIT],
         first_prompt=first or "",
         cwd=found.cwd,
         git_branch=found.git_branch[:255],

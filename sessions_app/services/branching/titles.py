@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ...formats import agent_for, collapse
+from ...formats.markup import title_text
 from ...models import TITLE_LIMIT, Session
 
 DEFAULT_NAME = "Branched conversation"
@@ -24,7 +25,7 @@ def with_suffix(name: str, suffix: str) -> str:
 
 def source_name(session: Session) -> str:
     """What a branch of `session` is named after, without an earlier branch suffix."""
-    name = session.custom_title or collapse(session.first_prompt or "") or DEFAULT_NAME
+    name = session.custom_title or title_text(session.first_prompt) or DEFAULT_NAME
     return BRANCH_SUFFIX_RE.sub("", name) or DEFAULT_NAME
 
 

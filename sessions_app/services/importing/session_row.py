@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from ...conversation import AbandonedBranch, Analysis, Extension, Node
 from ...formats import INVALID, collapse, is_session_id
+from ...formats.markup import title_text
 from ...models import TITLE_LIMIT, Project, Session
 from ..discovery import SessionFile
 from ..import_plan import HEAD_BYTES, StoredState, digest
@@ -110,7 +111,7 @@ def update_session(
 
 def appended_update_possible(session: Session) -> bool:
     """Whether an append that continues the active branch can leave the title as it is."""
-    return session.turn_count > 0 and bool(collapse(session.first_prompt))
+    return session.turn_count > 0 and bool(title_text(session.first_prompt))
 
 
 def update_session_appended(
@@ -138,7 +139,7 @@ def _abandoned(branch: AbandonedBranch) -> dict:
         "turns": branch.turns,
         "line": branch.first_line,
         "leaf_uuid": branch.leaf_uuid,
-        "prompt": collapse(branch.prompt, 200),
+        "prompt": title_text(branch.prompt, 200),
     }
 
 
@@ -171,10 +172,7 @@ def _write(
     first = session.first_prompt
     # A title the user gave, else one the CLI's model proposed, else the first prompt.
     session.title = (
-        session.custom_title
-        or session.ai_title
-        or (collapse(first) if first else "")
-        or fallback_title()
+        session.custom_title or session.ai_title or title_text(first) or fallback_title()
     )[:TITLE_LIMIT]
     times = [n.timestamp for n in reader.nodes if n.timestamp]
     if times:
