@@ -20,9 +20,10 @@ from django.utils.html import escape
 from markdown_it import MarkdownIt
 
 from . import selectors
+from .export_items import diff_text, image_note, todo_text, with_subagents
 from .models import Session
-from .rendering import MARKDOWN_LIMIT, chips_text
-from .transcript import build_turns
+from .rendering import MARKDOWN_LIMIT, chips_text, split_reminders
+from .transcript import ToolCall, Turn, build_turns
 
 CHUNK_TURNS = 50
 # Raw HTML on, as in most Markdown viewers: what this finds, they would render.
@@ -37,7 +38,7 @@ def _turn_pages(session: Session) -> Iterator[list]:
     while first <= max(session.turn_count, 1):
         last = first + CHUNK_TURNS - 1
         records = selectors.transcript_records(session, first_turn=first, last_turn=last)
-        yield build_turns(records, session.agent)
+        yield with_subagents(session, build_turns(records, session.agent))
         first = last + 1
 
 
@@ -48,9 +49,9 @@ def _fence(text: str) -> str:
     return ticks
 
 
-def _fenced(text: str) -> str:
+def _fenced(text: str, language: str = "") -> str:
     fence = _fence(text)
-    return f"{fence}\n{text}\n{fence}"
+    return f"{fence}{language}\n{text}\n{fence}"
 
 
 def _code(text: str) -> str:
@@ -148,21 +149,50 @@ def markdown_chunks(session: Session) -> Iterator[str]:
     yield f"- turns: {session.turn_count}\n\n"
     for turns in _turn_pages(session):
         for turn in turns:
-            if turn.number is None:
-                continue
-            yield f"## Turn {turn.number}\n\n**User:**\n\n{_inert(chips_text(turn.prompt))}\n\n"
-            for item in turn.items:
-                if item.kind == "text":
-                    yield f"**Assistant:**\n\n{_inert(item.text)}\n\n"
-                elif item.kind == "tool" and item.tool:
-                    call = item.tool
-                    yield f"**Tool {_code(call.name) or '(unnamed)'}** {_code(call.summary)}\n\n"
-                    if call.result:
-                        yield f"{_fenced(call.result)}\n\n"
-                elif item.kind == "note":
-                    yield f"{_quote(chips_text(item.text).strip()[:2000])}\n\n"
-                elif item.kind in ("summary", "boundary", "expansion"):
-                    yield f"{_quote(item.text.strip()[:2000])}\n\n"
+            if turn.number is not None:
+                yield from _turn_markdown(turn, f"## Turn {turn.number}")
+
+
+def _turn_markdown(turn: Turn, heading: str) -> Iterator[str]:
+    """One turn: the prompt, then each item; a subagent's turns nested as a quote."""
+    yield f"{heading}\n\n**User:**\n\n{_inert(chips_text(turn.prompt))}\n\n"
+    for image in turn.images:
+        yield f"{image_note(image)}\n\n"
+    for item in turn.items:
+        if item.kind == "text":
+            yield f"**Assistant:**\n\n{_inert(item.text)}\n\n"
+        elif item.kind == "tool" and item.tool:
+            yield from _call_markdown(item.tool)
+        elif item.kind == "note":
+            yield f"{_quote(chips_text(item.text).strip()[:2000])}\n\n"
+        elif item.kind == "boundary":
+            said = f" ({item.text})" if item.text else ""
+            yield f"{_quote('Conversation compacted' + said)}\n\n"
+        elif item.kind in ("summary", "expansion"):
+            yield f"{_quote(item.text.strip()[:2000])}\n\n"
+
+
+def _call_markdown(call: ToolCall) -> Iterator[str]:
+    ended = f" (exit {call.exit})" if call.exit and call.exit.isdigit() else ""
+    ended = ended or (f" ({call.exit})" if call.exit else "")
+    yield f"**Tool {_code(call.name) or '(unnamed)'}** {_code(call.summary)}{ended}\n\n"
+    if call.todos:
+        yield f"{_inert(todo_text(call))}\n\n"
+    elif call.edit:
+        path, old, new = call.edit
+        yield f"{_fenced(diff_text(path, old, new), 'diff')}\n\n"
+    if call.result:
+        body, reminders = split_reminders(call.result)
+        yield f"{_fenced(body)}\n\n"
+        if reminders:
+            yield f"{_inert(chips_text(reminders))}\n\n"
+    for image in call.images:
+        yield f"{image_note(image)}\n\n"
+    for sub in call.subagent or []:
+        if sub.number is not None:
+            nested = "".join(_turn_markdown(sub, "**Subagent:**"))
+            yield "\n".join(f"> {line}" if line else ">" for line in nested.splitlines())
+            yield "\n\n"
 
 
 def html_chunks(session: Session) -> Iterator[str]:

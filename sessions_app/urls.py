@@ -43,6 +43,11 @@ urlpatterns = [
         views.subagent,
         name="subagent",
     ),
+    path(
+        "sessions/<uuid:session_id>/records/<int:line>/subagent/<int:index>/",
+        views.call_subagent,
+        name="call_subagent",
+    ),
     path("sessions/<uuid:session_id>/live/", transcript_pages.session_live, name="session_live"),
     path("sessions/<uuid:session_id>/lineage/", views.lineage, name="lineage"),
     path("sessions/<uuid:session_id>/compare/", compare_pages.compare_pick, name="compare_pick"),

@@ -15,10 +15,11 @@ from . import exporting, selectors
 from .lineage import lineage_svg
 from .models import Session
 from .pricing import bundled_source
+from .selectors.subagents import call_subagent as call_subagent_records
 from .selectors.tree import family_tree
 from .selectors.usage import family_usage
 from .services.roots import UnsafePath, open_regular
-from .transcript import build_turns, full_item
+from .transcript import PAGE_LIMITS, build_page, build_turns, full_item
 from .tree_html import tree_html
 
 AGENT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -78,17 +79,36 @@ def record_output(
 
 @require_safe
 def subagent(request: HttpRequest, session_id: uuid.UUID, agent_id: str) -> HttpResponse:
-    """A subagent's transcript, loaded into its call when opened."""
+    """A subagent's transcript from its own file, loaded into its call when opened."""
     session = session_or_404(session_id)
     if not AGENT_ID_RE.match(agent_id):
         raise Http404("no such subagent")
     sub = selectors.subagents_of(session).get(agent_id)
     if sub is None:
         raise Http404("no such subagent")
-    records = selectors.subagent_records(sub)
-    turns = build_turns(records, session.agent)
-    context = {"turns": turns, "sub": sub, "session": session, "subagents": {}}
-    return render(request, "sessions_app/transcript.html#turn-list", context)
+    return _subagent(request, session, selectors.subagent_records(sub), sub.agent_name)
+
+
+@require_safe
+def call_subagent(
+    request: HttpRequest, session_id: uuid.UUID, line: int, index: int
+) -> HttpResponse:
+    """The subagent a tool call started, from whichever layout kept it."""
+    session = session_or_404(session_id)
+    return _subagent(request, session, call_subagent_records(session, line, index), "")
+
+
+def _subagent(
+    request: HttpRequest, session: Session, records: list | None, name: str
+) -> HttpResponse:
+    """Into its call (htmx): one bounded page, texts cut; alone: the whole transcript."""
+    context = {"session": session, "subagents": {}, "no_subagent": not records, "name": name}
+    if getattr(request, "htmx", False):
+        page = build_page(records or [], session.agent, limits=PAGE_LIMITS)
+        context.update(turns=page.turns, more=page.next_line is not None, whole_url=request.path)
+        return render(request, "sessions_app/transcript.html#subagent-turns", context)
+    context["turns"] = build_turns(records or [], session.agent)
+    return render(request, "sessions_app/subagent.html", context)
 
 
 @require_safe

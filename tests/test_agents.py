@@ -66,6 +66,9 @@ FUNCTIONS = (
     "project_folder_of",
     "is_session_path",
     "usage_of",
+    "compaction_of",
+    "subagent_step",
+    "subagent_prompt",
 )
 INTERFACE = (*DATA, *FUNCTIONS, "rewind_line", "rewinds_by_appending", "run_args", "legacy_roots")
 

@@ -68,7 +68,9 @@ def test_transcript_numbers_turns_and_renders_tools(client, imported: Path) -> N
     assert 'class="tool' in html and "Bash" in html and "Edit" in html
     assert '<tr class="add">' in html and 'class="diff"' in html  # the Edit is a real diff
     assert "<table" in html  # Markdown table in a reply
-    assert 'class="tool error"' in html and "badge error" in html  # the failing Bash run
+    # the failing Bash run, with the exit status its output ends with
+    assert 'class="tool error"' in html and '<span class="badge exit error"' in html
+    assert ">exit 4</span>" in html
     assert f"claude --resume {session.session_id}" in html
 
 

@@ -38,7 +38,9 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   level, e.g. `.claude/worktrees`; "" when it makes none), `usage_of` (the tokens
   an assistant record's API message used, `formats.usage`), `legacy_roots` (folders
   beside `projects` where older releases kept the same layout, e.g. Qwen Code's
-  `tmp`).
+  `tmp`), `compaction_of` (what a compaction boundary says about itself),
+  `subagent_step` and `subagent_prompt` (a subagent's messages kept in progress
+  records, and the prompt its call gave it: how a subagent is found in the file).
 
 `tests/fake_agent.py` is such a module, and `tests/test_agents.py` imports, shows,
 forks and rewinds its sessions with no other change.
@@ -81,6 +83,21 @@ class AssistantPart(NamedTuple):
     input: dict | None = None
 
 
+def no_compaction(data: dict) -> str:
+    """For an agent whose compaction records say nothing about themselves."""
+    return ""
+
+
+def no_subagent_step(data: dict, call_id: str) -> dict | None:
+    """For an agent whose progress records carry no subagent's messages."""
+    return None
+
+
+def no_subagent_prompt(call_input: dict) -> str:
+    """For an agent whose tool calls start no subagent."""
+    return ""
+
+
 class ToolOutcome(NamedTuple):
     """One tool result, paired with its call by `call_id`."""
 
@@ -89,6 +106,9 @@ class ToolOutcome(NamedTuple):
     is_error: bool
     images: tuple[tuple[str, str], ...] = ()  # (media type, base64 data), unchecked
     details: Any = None  # structured result the CLI keeps beside it (e.g. a subagent's id)
+    # How a shell command ended: "0", "2", "interrupted", "signal SIGTERM"; None when the
+    # tool is no shell or the CLI did not say.
+    exit: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +146,13 @@ class Agent:
     # the same project layout (Qwen Code's `~/.qwen/tmp/<hash>/chats/`): default roots
     # too, where only this agent's layout is read.
     legacy_roots: tuple[str, ...] = ()
+    # What a compaction boundary record says about itself, e.g. "auto · 170,251 tokens
+    # before" ("" when nothing).
+    compaction_of: Callable[[dict], str] = no_compaction
+    # A subagent's message a progress record carries for the call that started it (None
+    # when it carries none for that call), and the prompt such a call gave its subagent.
+    subagent_step: Callable[[dict, str], dict | None] = no_subagent_step
+    subagent_prompt: Callable[[dict], str] = no_subagent_prompt
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:

@@ -23,7 +23,7 @@ from . import (
     USER_OTHER,
     ParsedRecord,
 )
-from .agent import NEWEST_LEAF, Agent, AssistantPart, ToolOutcome
+from .agent import NEWEST_LEAF, Agent, AssistantPart
 from .common import (
     ID_LIMIT,
     MESSAGE_ID_LIMIT,
@@ -241,35 +241,13 @@ def assistant_parts(data: dict[str, Any]) -> list[AssistantPart]:
     return parts
 
 
-def tool_results(data: dict[str, Any]) -> list[ToolOutcome]:
-    """The `tool_result` blocks of a user record, with the record's `toolUseResult`."""
-    details = data.get("toolUseResult")
-    outcomes: list[ToolOutcome] = []
-    for block in content_blocks(data):
-        if block.get("type") != "tool_result":
-            continue
-        text, images = _result_content(block.get("content"))
-        call_id = str(block.get("tool_use_id") or "")
-        outcomes.append(ToolOutcome(call_id, text, block.get("is_error") is True, images, details))
-    return outcomes
-
-
-def _result_content(content: Any) -> tuple[str, tuple[tuple[str, str], ...]]:
-    if isinstance(content, str):
-        return content, ()
-    texts: list[str] = []
-    images: list[tuple[str, str]] = []
-    if isinstance(content, list):
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            if isinstance(block.get("text"), str):
-                texts.append(block["text"])
-            image = image_of(block)
-            if image:
-                images.append(image)
-    return "\n".join(texts), tuple(images)
-
+# What a tool result and a compaction say: they read the blocks above.
+from .claude_tools import (  # noqa: E402
+    compaction_of,
+    subagent_prompt,
+    subagent_step,
+    tool_results,
+)
 
 AGENT: Agent = Agent(
     name=CLAUDE,
@@ -292,6 +270,9 @@ AGENT: Agent = Agent(
     file_history_folder="file-history",
     run_args=claude_run_args,
     usage_of=claude_usage,
+    compaction_of=compaction_of,
+    subagent_step=subagent_step,
+    subagent_prompt=subagent_prompt,
 )
 
 from .claude_index import parse_indexed  # noqa: E402 (it uses the rules above: bound last)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from . import (
@@ -152,8 +153,21 @@ def tool_results(data: dict[str, Any]) -> list[ToolOutcome]:
         text = body.get("output") if isinstance(body, dict) else body
         text = text if isinstance(text, str) else str(body or "")
         is_error = isinstance(body, dict) and "error" in body
-        outcomes.append(ToolOutcome(str(response.get("id") or ""), text, is_error))
+        exit = _shell_exit(text) if response.get("name") == "run_shell_command" else None
+        outcomes.append(ToolOutcome(str(response.get("id") or ""), text, is_error, exit=exit))
     return outcomes
+
+
+SHELL_END_RE = re.compile(r"^(Exit Code|Signal): (.+)$", re.M)
+
+
+def _shell_exit(text: str) -> str | None:
+    """How run_shell_command ended, from the "Exit Code:" and "Signal:" lines it reports."""
+    found = dict(SHELL_END_RE.findall(text[-2000:]))
+    signal, code = found.get("Signal", "(none)").strip(), found.get("Exit Code", "").strip()
+    if signal not in ("(none)", "null", ""):
+        return f"signal {signal[:20]}"
+    return code[:10] if code and code != "(none)" else None
 
 
 def title_line(*, session_id: str, title: str, parent_uuid: str | None, base: dict) -> bytes:

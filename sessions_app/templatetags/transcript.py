@@ -44,9 +44,12 @@ def with_chips(text: str | None) -> SafeString:
 
 @register.filter
 def output(text: str | None) -> SafeString:
-    """Tool output: ANSI stripped, escaped."""
-    shown = _rendering().strip_ansi(text or "")
-    return mark_safe(f'<pre class="output">{escape(shown)}</pre>')  # noqa: S308 (escaped)
+    """Tool output: ANSI stripped, escaped; the reminders Claude appends as chips after it."""
+    rendering = _rendering()
+    body, reminders = rendering.split_reminders(text or "")
+    shown = escape(rendering.strip_ansi(body))
+    after = rendering.with_chips_html(reminders) if reminders else ""
+    return mark_safe(f'<pre class="output">{shown}</pre>{after}')  # noqa: S308 (escaped)
 
 
 @register.filter

@@ -124,7 +124,7 @@ def _pieces(rec: RawRecord, agent: Agent, show_all: bool) -> list[tuple[str, Any
     if rec.kind == TOOL_RESULT:
         return [("result", outcome) for outcome in agent.tool_results(data)]
     if rec.kind == COMPACT_BOUNDARY:
-        return [("boundary", "Conversation compacted")]
+        return [("boundary", agent.compaction_of(data))]
     if rec.kind == COMPACT_SUMMARY:
         return [("summary", agent.record_text(data))]
     if rec.kind in (USER_OTHER, LOCAL_OUTPUT, PROMPT, COMMAND):
@@ -244,6 +244,7 @@ class _Builder:
         factor = HIGHLIGHT_FACTOR if call.is_listing else 1
         call.result, call.result_cut = self.cut(outcome.text, limits.output, factor=factor)
         call.is_error, call.result_line, call.result_index = outcome.is_error, rec.line, index
+        call.exit = outcome.exit
         found = [image for found in outcome.images if (image := image_of(*found))]
         call.images, hidden = self._images(found)
         if hidden:

@@ -20,6 +20,9 @@ BASE64_RE = re.compile(r"^[A-Za-z0-9+/=\s]+$")
 EDIT_TOOLS = ("Edit", "MultiEdit", "replace", "edit")
 WRITE_TOOLS = ("Write", "write_file")
 READ_TOOLS = ("Read", "read_file")
+# Tools that run a subagent: their result is the subagent's report, written in Markdown.
+SUBAGENT_TOOLS = ("Task", "Agent", "task")
+TODO_STATUSES = {"pending": "pending", "in_progress": "in progress", "completed": "done"}
 
 
 @dataclass(slots=True)
@@ -69,6 +72,8 @@ class ToolCall:
     input_cut: Cut | None = None
     result_cut: Cut | None = None
     later: bool = False  # no result yet on a page that ends before the turn does
+    exit: str | None = None  # how a shell command ended ("0", "2", "interrupted")
+    subagent: list[Turn] | None = None  # the subagent's turns, nested (exports only)
 
     @property
     def summary(self) -> str:
@@ -98,6 +103,35 @@ class ToolCall:
     @property
     def result_place(self) -> str:
         return f"{self.result_line}-{self.result_index}"
+
+    @property
+    def todos(self) -> list[tuple[str, str, str]] | None:
+        """A todo list the call wrote (TodoWrite, todo_write): (status, label, text) each."""
+        items = self.input.get("todos")
+        if not isinstance(items, list) or not items:
+            return None
+        out = []
+        for item in items[:500]:
+            if not isinstance(item, dict) or not isinstance(item.get("content"), str):
+                return None
+            status = str(item.get("status") or "pending")
+            out.append((status, TODO_STATUSES.get(status, status), item["content"]))
+        return out
+
+    @property
+    def todo_summary(self) -> str:
+        todos = self.todos or []
+        done = sum(1 for status, _, _ in todos if status == "completed")
+        return f"{len(todos)} task{'s' if len(todos) != 1 else ''}, {done} done"
+
+    @property
+    def is_report(self) -> bool:
+        """Whether the result is a subagent's report (Markdown)."""
+        return self.name in SUBAGENT_TOOLS
+
+    @property
+    def exit_failed(self) -> bool:
+        return self.exit is not None and self.exit != "0"
 
     @property
     def is_listing(self) -> bool:
