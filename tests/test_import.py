@@ -35,7 +35,13 @@ def test_corpus_imports_with_the_listed_turn_counts(corpus: Path, corpus_roots: 
 
 
 def test_subagent_files_attach_to_their_parent(corpus: Path, corpus_roots: list[Path]) -> None:
-    sessions_import(roots=corpus_roots)
+    report = sessions_import(roots=corpus_roots)
+    # Counted apart from sessions, in the report and in the line the watcher logs.
+    assert report.subagent_files == len(SUBAGENT_FILES)
+    assert (report.sessions, report.subagents) == (len(TURNS), len(SUBAGENT_FILES))
+    n = len(SUBAGENT_FILES)
+    expected = f"({n} subagent transcripts), {len(TURNS)} sessions and {n} subagent transcripts"
+    assert expected in report.summary(), report.summary()
     for relpath, owner in SUBAGENT_FILES.items():
         sub = _session(corpus, relpath)
         assert sub.is_subagent and str(sub.owner_session_id) == owner

@@ -155,7 +155,7 @@ def _import_pass(roots: list[Path], reported: set[str] | None = None) -> bool:
         connections.close_all()
         return False
     _log_new(report.errors, reported, "import")
-    if report.sessions or report.errors:
+    if report.sessions or report.subagents or report.errors:
         logger.info(report.summary())
     # An appended line is searchable, and counted, after the pass that imported it.
     for refresh in (search_refresh, usage_refresh):

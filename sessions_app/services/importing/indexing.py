@@ -87,7 +87,10 @@ def import_open_file(
     reader = FileReader(source, session, report)
     new_rows = reader.read(f, start, first_line=session.line_count if start else 0)
 
-    report.sessions += 1
+    if source.is_subagent:
+        report.subagents += 1
+    else:
+        report.sessions += 1
     report.records += len(new_rows)
     report.invalid += reader.invalid
     # The common append continues the active branch: numbered from its leaf, no

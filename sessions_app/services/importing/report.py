@@ -11,7 +11,8 @@ class ImportReport:
 
     files: int = 0
     subagent_files: int = 0  # of `files`: subagent transcripts, not sessions of their own
-    sessions: int = 0
+    sessions: int = 0  # imported (new or changed); subagent transcripts are counted apart
+    subagents: int = 0
     records: int = 0
     skipped: int = 0
     invalid: int = 0
@@ -25,8 +26,11 @@ class ImportReport:
         files = _n(self.files, "file")
         if self.subagent_files:
             files += f" ({_n(self.subagent_files, 'subagent transcript')})"
+        imported = _n(self.sessions, "session")
+        if self.subagents:
+            imported += f" and {_n(self.subagents, 'subagent transcript')}"
         return (
-            f"{files}, {_n(self.sessions, 'session')} imported, {_n(self.records, 'record')}, "
+            f"{files}, {imported} imported, {_n(self.records, 'record')}, "
             f"{self.skipped} unchanged, {_n(self.invalid, 'invalid line')}, "
             f"{_n(self.dropped, 'bad field')} dropped, {_n(len(self.errors), 'error')}"
         )
