@@ -15,6 +15,7 @@ from .conftest import shot
 
 WEBAPP = "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl"
 BIGREPO_ID = "ad8024e4-83f0-4ff3-82f8-4e19f6c9127b"
+AGENTS_ID = "04fa9149-8141-4f34-8bc2-f6d11b8fa354"  # a session with a subagent
 
 
 def overflowing(page: Page) -> list[str]:
@@ -43,6 +44,9 @@ def test_every_page_fits_a_390_px_phone(page: Page, live_server, session_root: P
         "/search/?q=subtract",
         "/usage/",
         f"/sessions/{source.session_id}/records/3/output/",
+        f"/sessions/{AGENTS_ID}/subagents/a0751b2961eeab05e/",
+        f"/sessions/{source.session_id}/compare/",
+        f"/sessions/{AGENTS_ID}/",
     ]
     for url in urls:
         page.goto(live_server.url + url)
