@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from django.db import connection
+
 from ...conversation import analyse, dangling_parents, extend
 from ...models import Session
 from ..discovery import SessionFile
@@ -49,7 +51,7 @@ def import_open_file(
 ) -> Indexed:
     """Index the open file `f` of `source`; the caller holds the transaction."""
     stat = os.fstat(f.fileno())
-    session = Session.objects.select_for_update().filter(path=str(source.path)).first()
+    session = _locked_session(str(source.path))
 
     def read(offset: int, length: int) -> bytes:
         f.seek(offset)
@@ -114,3 +116,15 @@ def import_open_file(
     update_session(session, source, reader, analysis, nodes, stat, head)
     store_records(session, nodes, len(existing), new_rows, analysis)
     return Indexed(session, reader.foreign_ids, plan)
+
+
+def _locked_session(path: str) -> Session | None:
+    """The file's session row, locked until the transaction ends; None for a file new to the
+    index. One small query first: compiling the ORM's select of every column costs a
+    millisecond, more than many a file's import, and most files an import opens are new."""
+    table = Session._meta.db_table
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM {table} WHERE path = %s{lock}", [path])  # noqa: S608
+        row = cursor.fetchone()
+    return None if row is None else Session.objects.get(pk=row[0])
