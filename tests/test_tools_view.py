@@ -143,6 +143,21 @@ def test_an_inline_sidechain_of_claude_code_1_0_nests_under_its_call(root: Path,
     ]
 
 
+def test_a_subagents_task_reads_as_its_kind_title_and_prompt_not_json(
+    root: Path, client
+) -> None:
+    session = _session(root, SIDECHAIN_INLINE)
+    html = client.get(f"/sessions/{session.session_id}/").content.decode()
+    head = re.search(r'<p class="task-head">(.*?)</p>\s*<pre class="task-prompt">([^<]*)', html)
+    assert head, "the Task call shows its task"
+    assert '<span class="badge">general-purpose</span>' in head.group(1)
+    assert "<strong>Setup Next.js project</strong>" in head.group(1)
+    # The prompt's lines as lines, not JSON with its newlines escaped.
+    assert head.group(2).startswith("Create a new Next.js project structure for a TODO app.")
+    assert "\n1. Run `npx create-next-app@latest" in head.group(2)
+    assert '"subagent_type"' not in html
+
+
 def test_a_subagents_report_is_markdown_and_stays_inert(tmp_path: Path, client) -> None:
     sid = "00000000-0000-4000-8000-0000000000b2"
     prompt = user_record("explore", sid=sid)

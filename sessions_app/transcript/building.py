@@ -25,6 +25,7 @@ from ..formats import (
 )
 from ..formats.markup import read_markup
 from .items import (
+    SUBAGENT_TOOLS,
     WRITE_TOOLS,
     Image,
     Item,
@@ -225,6 +226,9 @@ class _Builder:
             # Cut in `page`, once the result (a Write's original file) is known; counted now.
             self._count_diff(edit[1], size)
             self._count_diff(edit[2], size)
+        elif call.name in SUBAGENT_TOOLS and isinstance(call.input.get("prompt"), str):
+            # A subagent's task reads as its prompt, not as JSON with its newlines escaped.
+            call.task_prompt, call.input_cut = self.cut(call.input["prompt"], size)
         elif call.input:
             call.input_json, call.input_cut = self.cut(as_json(call.input), size)
 

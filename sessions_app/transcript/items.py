@@ -74,6 +74,18 @@ class ToolCall:
     later: bool = False  # no result yet on a page that ends before the turn does
     exit: str | None = None  # how a shell command ended ("0", "2", "interrupted")
     subagent: list[Turn] | None = None  # the subagent's turns, nested (exports only)
+    task_prompt: str | None = None  # the prompt a subagent was started with, as shown
+
+    @property
+    def task_kind(self) -> str:
+        """The kind of subagent a call started ("general-purpose", "Explore"), if it says."""
+        kind = self.input.get("subagent_type")
+        return kind if isinstance(kind, str) else ""
+
+    @property
+    def task_title(self) -> str:
+        title = self.input.get("description")
+        return title if isinstance(title, str) else ""
 
     @property
     def summary(self) -> str:
