@@ -143,9 +143,7 @@ def test_an_inline_sidechain_of_claude_code_1_0_nests_under_its_call(root: Path,
     ]
 
 
-def test_a_subagents_task_reads_as_its_kind_title_and_prompt_not_json(
-    root: Path, client
-) -> None:
+def test_a_subagents_task_reads_as_its_kind_title_and_prompt_not_json(root: Path, client) -> None:
     session = _session(root, SIDECHAIN_INLINE)
     html = client.get(f"/sessions/{session.session_id}/").content.decode()
     head = re.search(r'<p class="task-head">(.*?)</p>\s*<pre class="task-prompt">([^<]*)', html)
