@@ -7,11 +7,10 @@ from urllib.parse import quote
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.timesince import timesince
 
 from .models import Session
 from .selectors.tree import FamilyTree, TreeNode
-from .templatetags.numbers import usd
+from .templatetags.numbers import usd, when
 
 DEEP = 8  # from this level on, branches are not indented further (a phone stays readable)
 
@@ -23,13 +22,7 @@ def _plural(n: int, word: str, many: str = "") -> str:
 def _when(label: str, at) -> SafeString:
     if at is None:
         return mark_safe("")
-    return format_html(
-        ' · {} <time datetime="{}" title="{} UTC">{} ago</time>',
-        label,
-        at.isoformat(),
-        at.strftime("%Y-%m-%d %H:%M:%S"),
-        timesince(at),
-    )
+    return format_html(" · {} {}", label, when(at))
 
 
 def _card(node: TreeNode, current: Session) -> SafeString:

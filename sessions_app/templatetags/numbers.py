@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django import template
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
@@ -41,7 +42,10 @@ def _time(moment: datetime | None, *, full: bool) -> SafeString | str:
     if moment is None:
         return ""
     absolute = f"{moment:%Y-%m-%d %H:%M} UTC"
-    relative = f"{timesince(moment).split(',')[0]} ago"
+    if timezone.now() - moment < timedelta(minutes=1):
+        relative = "just now"  # not "0 minutes ago" (nor a time ahead of a skewed clock)
+    else:
+        relative = f"{timesince(moment).split(',')[0]} ago"
     shown = f"{relative} · {absolute}" if full else relative
     return format_html(
         '<time datetime="{}" title="{}">{}</time>', moment.isoformat(), absolute, shown
