@@ -6,6 +6,7 @@ import io
 import os
 import shutil
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -290,6 +291,10 @@ def test_cli_made_branch_is_linked_to_its_source(corpus: Path, corpus_roots: lis
     branch = _session(corpus, FORKS_TREE)
     assert branch.kind == "branch" and str(branch.parent.session_id).startswith("1d4a52d5")
     assert branch.title == "my-experiment"
+    # It split after the source's 2 turns (the prompts it copied), and was made when it
+    # wrote its first record of its own, not when this import found it.
+    assert branch.fork_turn == 2
+    assert branch.made_at == datetime(2026, 11, 22, 11, 44, 16, 748000, tzinfo=UTC)
 
 
 def test_import_command_prints_summary_and_errors(tmp_path: Path) -> None:

@@ -181,7 +181,7 @@ class _Builder:
             turn.prompt_line, turn.timestamp = rec.line, rec.timestamp
             turn.images, hidden = self._images(images_of(rec.data, self.agent))
             if hidden:
-                turn.prompt_cut = _with_images(turn.prompt_cut, turn.prompt, hidden)
+                turn.prompt_cut = Cut.with_images(turn.prompt_cut, turn.prompt, hidden)
         elif kind == "prompt":
             text = self.agent.record_text(rec.data) or rec.text
             self._text_item(rec, index, "note", text, limits.note)
@@ -252,7 +252,7 @@ class _Builder:
         found = [image for found in outcome.images if (image := image_of(*found))]
         call.images, hidden = self._images(found)
         if hidden:
-            call.result_cut = _with_images(call.result_cut, call.result, hidden)
+            call.result_cut = Cut.with_images(call.result_cut, call.result, hidden)
         call.result_data = extra = outcome.details
         if isinstance(extra, dict) and isinstance(extra.get("agentId"), str):
             call.agent_id = extra["agentId"]
@@ -297,8 +297,3 @@ class _Builder:
         if old_cut or new_cut:
             whole = edit[1] + edit[2]
             call.input_cut = Cut(chars=len(whole), lines=whole.count("\n") + 2)
-
-
-def _with_images(was_cut: Cut | None, shown: str, hidden: int) -> Cut:
-    chars, lines = (was_cut.chars, was_cut.lines) if was_cut else (len(shown), 0)
-    return Cut(chars=chars, lines=lines, images=hidden)

@@ -61,6 +61,12 @@ class Cut:
     lines: int
     images: int = 0  # images not shown inline
 
+    @staticmethod
+    def with_images(was_cut: Cut | None, shown: str, hidden: int) -> Cut:
+        """`was_cut` (or a text shown whole) with `hidden` images left out too."""
+        chars, lines = (was_cut.chars, was_cut.lines) if was_cut else (len(shown), 0)
+        return Cut(chars=chars, lines=lines, images=hidden)
+
 
 def cut(text: str, size: Size) -> tuple[str, Cut | None]:
     """`text` cut to `size` (at a line end when one is near), and the whole size if it was cut."""

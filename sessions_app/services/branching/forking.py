@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from django.db import transaction
+from django.utils import timezone
 
 from ...formats import agent_for
 from ...formats.shape import FORK
@@ -143,7 +144,9 @@ def fork(
                     new.fork_turn = turn if revived is not None else (turn or cut)
                     temp.link()
                     new.own_write = own_write(os.lstat(target))
-                    new.save(update_fields=["parent", "kind", "fork_turn", "own_write"])
+                    # Made now, whatever the records it copied say (a CLI branch's did).
+                    new.made_at = timezone.now()
+                    new.save(update_fields=["parent", "kind", "fork_turn", "own_write", "made_at"])
                     projects_refresh(project_ids={session.project_id, new.project_id})
             except BaseException:
                 if temp.linked:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from django.db import transaction
+from django.utils import timezone
 
 from ...formats import INVALID, agent_for
 from ...formats.shape import REWIND
@@ -151,7 +152,8 @@ def _rewind_rewriting(session: Session, turn: int) -> Session:
                 turn,
             )
             backup.own_write = own_write(os.lstat(backup_path))
-            backup.save(update_fields=["parent", "kind", "fork_turn", "own_write"])
+            backup.made_at = timezone.now()
+            backup.save(update_fields=["parent", "kind", "fork_turn", "own_write", "made_at"])
             # 2. The session itself, cut after turn - 1, renamed over the original.
             kept = Expected(
                 turns=turn - 1,

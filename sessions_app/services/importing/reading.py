@@ -7,6 +7,7 @@ agent's parser is looked up once, and a row keeps only what the node does not.
 from __future__ import annotations
 
 from array import array
+from datetime import datetime
 from typing import BinaryIO
 
 from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, several times faster
@@ -93,6 +94,8 @@ class FileReader:
         self.ai_title: str | None = None
         self.owner_id: str | None = None
         self.forked_from: str | None = None
+        self.last_copied_line = -1  # the last record copied from `forked_from`
+        self.branched_at: datetime | None = None
 
     def read(self, f: BinaryIO, offset: int, first_line: int) -> Rows:
         rows = Rows(first_line)
@@ -168,8 +171,12 @@ class FileReader:
             self.git_branch = record.git_branch
         if record.session_id and not self.owner_id:
             self.owner_id = record.session_id
-        if record.forked_from and not self.forked_from:
-            self.forked_from = record.forked_from
+        if record.forked_from:
+            # A branch the CLI made copies its source's records, each saying so.
+            self.forked_from = self.forked_from or record.forked_from
+            self.last_copied_line = line_no
+        elif self.forked_from and self.branched_at is None and record.time is not None:
+            self.branched_at = record.time  # the branch's first record of its own
         return counted
 
     def _report(self, line_no: int, problem: str | None) -> None:

@@ -106,7 +106,17 @@ def update_session(
     session.abandoned = [_abandoned(b) for b in analysis.abandoned]
     first = nodes[analysis.prompt_lines[0]].text if analysis.prompt_lines else None
     session.first_prompt = first or ""
-    _write(session, source, reader, stat, head, fallback_title=lambda: _fallback_title(nodes))
+    # Turns whose prompt a CLI branch copied: where it split from its source.
+    copied = sum(1 for i in analysis.prompt_lines if nodes[i].line <= reader.last_copied_line)
+    _write(
+        session,
+        source,
+        reader,
+        stat,
+        head,
+        fallback_title=lambda: _fallback_title(nodes),
+        copied_turns=copied,
+    )
 
 
 def appended_update_possible(session: Session) -> bool:
@@ -151,6 +161,7 @@ def _write(
     head: bytes,
     *,
     fallback_title: Callable[[], str],
+    copied_turns: int | None = None,
 ) -> None:
     """The rest of the row: file state, tokens, models, title, times, lineage; then save."""
     session.bytes_imported = reader.bytes_end or session.bytes_imported
@@ -187,6 +198,7 @@ def _write(
         session.updated_at = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
     session.cwd = session.cwd or reader.cwd
     session.git_branch = (reader.git_branch or session.git_branch)[:255]
+    made = None
     if source.is_subagent:
         session.owner_session_id = session.owner_session_id or _uuid_or_none(reader.owner_id)
         session.agent_name = session.agent_name or _subagent_name(source.path, source.root)
@@ -197,8 +209,15 @@ def _write(
         if parent is not None and parent.pk != session.pk:
             session.parent = parent
             session.kind = Session.Kind.BRANCH
+            session.fork_turn = copied_turns
+            made = reader.branched_at
     session.imported_at = timezone.now()
     session.save()
+    if made is not None:
+        # Made when it first wrote a record of its own, not when it was imported (the
+        # row's birth, which `save` stamps on an insert).
+        Session.objects.filter(pk=session.pk).update(made_at=made)
+        session.made_at = made
 
 
 def _fallback_title(nodes: list[Node]) -> str:
