@@ -118,8 +118,17 @@ def lineage(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     root, sessions = selectors.lineage_of(session)
     svg = lineage_svg(root, sessions, current=session)
     family = family_usage(sessions)
+    # The compare form starts on a real pair: the session and its parent, or its first
+    # other relative.
+    others = [m.session.pk for m in family.members if m.session.pk != session.pk]
+    pair = (
+        (session.parent_id, session.pk)
+        if session.parent_id
+        else (session.pk, next(iter(others), session.pk))
+    )
     context = {
         "session": session,
+        "compare_pair": pair,
         "svg": svg,
         "family": family,
         "tree": (tree := family_tree(session, family)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,12 @@ def test_any_two_of_a_family_can_be_picked_from_the_lineage_page(
     page = client.get(response["Location"]).content.decode()
     assert "Two directions from turn 1" in page
     assert client.get(f"/sessions/{two.session_id}/compare/", {"a": "x"}).status_code == 404
+    # The form starts on a pair, never on one session twice: a fork with its parent, the
+    # original with its first fork.
+    for current, pair in ((two, (source, two)), (source, (source, one))):
+        page = client.get(f"/sessions/{current.session_id}/lineage/").content.decode()
+        picked = re.findall(r'<option value="([^"]+)" selected>', page)
+        assert picked == [str(pair[0].session_id), str(pair[1].session_id)], current.title
 
 
 def test_a_session_compares_with_a_branch_its_cli_rewind_abandoned(
