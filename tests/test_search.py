@@ -92,6 +92,17 @@ def test_an_identifier_in_a_tool_output_is_found_in_qwen_sessions_too(indexed: P
     assert set(found("hello.txt", agent="claude")) & {QWEN} == set()
 
 
+def test_a_snippet_holds_no_cli_markup_tags(indexed: Path) -> None:
+    results = search(SearchQuery('"create TODO app by Next.js"'))
+    hits = [h for g in results.groups for h in g.hits if h.part == "prompt"]
+    assert hits, "the slash command's prompt is found"
+    for hit in hits:
+        assert "<command-" not in hit.snippet and "</" not in hit.snippet, hit.snippet
+        assert "/orchestrator" in hit.snippet  # the command's name stays, without its tags
+        start, end = hit.marks[0]
+        assert hit.snippet[start:end] == "create TODO app by Next.js"
+
+
 def test_thinking_is_searched(indexed: Path) -> None:
     thinking = SearchText.objects.filter(part="thinking").first()
     assert thinking is not None, "the corpus has thinking blocks"

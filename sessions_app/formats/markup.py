@@ -37,6 +37,7 @@ BLOCK_TAGS = (
 BLOCK_RE = re.compile(
     r"^[ \t]*<(" + "|".join(BLOCK_TAGS) + r")>(.*?)</\1>[ \t]*(?:\r?\n|\Z)", re.S | re.M
 )
+TAG_RE = re.compile(r"</?(?:" + "|".join(BLOCK_TAGS) + r")>")
 INNER_RE = re.compile(r"<([a-z-]+)>(.*?)</\1>", re.S)
 OPENED_RE = re.compile(r"opened the file (.+?) in the IDE", re.S)
 SELECTED_RE = re.compile(r"selected the lines? (\d+)(?: to (\d+))? from (.+?):\s*\n(.*)", re.S)
@@ -165,6 +166,12 @@ def plain(text: str) -> str:
         return prose
     labels = [c.label for c in marked.chips if c.kind not in NOT_IN_TITLES]
     return " ".join(labels or [c.label for c in marked.chips])
+
+
+def tags_removed(text: str) -> str:
+    """`text` with the CLI's markup tags made spaces, their contents kept: for a piece of
+    text that may cut a block in two (a search snippet)."""
+    return TAG_RE.sub(" ", text) if "<" in text else text
 
 
 def title_text(first_prompt: str | None, limit: int = 100) -> str:

@@ -20,6 +20,7 @@ from django.db import connection
 from django.utils import timezone
 
 from ..formats import TITLE
+from ..formats.markup import tags_removed
 from ..formats.search_text import PART_LABELS, query_terms, short_terms, snippet
 from ..models import Record, SearchText, Session
 
@@ -240,7 +241,8 @@ def _fill_snippets(seen: dict[int, Hit], ids: list[int], terms: list[str]) -> No
         for text_id, part, window, cut_before, cut_after in cursor.fetchall():
             hit = seen[text_id]
             hit.part = part
-            piece, spans = snippet(window, terms)
+            # The CLI's markup tags are no words of anyone's: not in the snippet.
+            piece, spans = snippet(tags_removed(window), terms)
             if cut_before and not piece.startswith("…"):
                 piece, spans = "…" + piece, [(s + 1, e + 1) for s, e in spans]
             if cut_after and not piece.endswith("…"):
