@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import date
+from pathlib import Path
 from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse, QueryDict
@@ -58,8 +59,9 @@ def search_query(params: QueryDict) -> SearchQuery:
 def hit_url(session: Session, hit: Hit, q: str) -> str:
     """Where a hit is shown: its turn in the transcript (or its branch), the match marked."""
     if session.is_subagent and session.owner_session_id:
-        # A subagent's transcript opens inside its owner's; the owner's page is the way in.
-        base = reverse("sessions:session_detail", args=[session.owner_session_id])
+        # A subagent's transcript from its own file (`agent-<id>.jsonl`), on its own page.
+        agent_id = Path(session.path).stem.removeprefix("agent-")
+        base = reverse("sessions:subagent", args=[session.owner_session_id, agent_id])
         return f"{base}?{urlencode({'hl': q})}"
     base = reverse("sessions:session_detail", args=[session.session_id])
     params: dict[str, str | int] = {}

@@ -135,6 +135,15 @@ def test_abandoned_branches_and_subagents_only_when_asked(indexed: Path) -> None
     assert subagent.pk in found_pks("List files and report", everything=True)
 
 
+def test_a_hit_in_a_subagent_opens_the_subagents_own_page(indexed: Path, client: Client) -> None:
+    page = client.get("/search/", {"q": "List files and report", "all": "1"}).content.decode()
+    owner = "04fa9149-8141-4f34-8bc2-f6d11b8fa354"
+    link = re.search(rf'href="(/sessions/{owner}/subagents/a0751b2961eeab05e/\?hl=[^"]+)"', page)
+    assert link, "the hit links the subagent's page"
+    shown = client.get(html.unescape(link.group(1)))
+    assert shown.status_code == 200 and "List files and report" in shown.content.decode()
+
+
 def test_filters_by_project_date_and_session(indexed: Path) -> None:
     webapp = Session.objects.get(session_id=WEBAPP)
     assert set(found("the", project=webapp.project_id)) == {WEBAPP}
