@@ -76,6 +76,10 @@ def test_the_compare_page_and_the_link_from_a_fork(imported: Path, client: Clien
     assert 'id="compare-summary"' in page and "The shared history: 1 turn<" in page
     assert 'id="compare-left"' in page and 'id="compare-right"' in page
     assert "Now run the tests" in page  # the source's turn 2, on the left only
+    # Its reply starts as Markdown, rendered as in the transcript, not its raw syntax.
+    left = page[page.index('id="compare-left"') : page.index('id="compare-right"')]
+    assert "<strong>no tests</strong>" in left and "**no tests**" not in left
+    assert "<table" in left and "|---|" not in left
     assert (
         client.get(f"/sessions/{source.session_id}/compare/{source.session_id}x/").status_code
         == 404

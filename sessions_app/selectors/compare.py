@@ -154,7 +154,9 @@ def _side(session: Session, split: int, turns: int, branch: Branch | None) -> Si
             if record.kind == ASSISTANT:
                 for part in agent.assistant_parts(record.data):
                     if part.kind == "text" and len(turn.reply) < REPLY_CHARS:
-                        turn.reply = (turn.reply + " " + part.text).strip()[:REPLY_CHARS]
+                        # Markdown: the parts as paragraphs, cut past a line end when near.
+                        whole = (turn.reply + "\n\n" + part.text).strip()
+                        turn.reply = _cut_markdown(whole)
                     elif part.kind == "tool":
                         turn.tools[part.name] += 1
                         path = _written_path(part.name, part.input)
@@ -179,3 +181,11 @@ def _written_path(name: str, arguments: object) -> str:
         if isinstance(value, str) and value:
             return value[:4096]
     return ""
+
+
+def _cut_markdown(text: str) -> str:
+    """`text` cut to about REPLY_CHARS, at a line end when there is one in the last third."""
+    if len(text) <= REPLY_CHARS:
+        return text
+    end = text.rfind("\n", REPLY_CHARS * 2 // 3, REPLY_CHARS)
+    return text[: end if end > 0 else REPLY_CHARS].rstrip() + " …"

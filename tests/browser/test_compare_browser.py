@@ -2,16 +2,39 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
 from sessions_app.models import Session
 from sessions_app.services.branching import session_fork
+from sessions_app.services.importing import sessions_import
+from sessions_app.services.usage import usage_refresh
 
+from ..factories import assistant_record, jsonl, tool_result, user_record
 from .conftest import shot
 
 WEBAPP = "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl"
+
+
+def _carry_on(session: Session, prompt: str, path: str) -> None:
+    """One more turn, written to the session's file as its CLI would: a Write, then done."""
+    sid, now = str(session.session_id), datetime.now(UTC)
+    stamp = [(now + timedelta(seconds=n)).isoformat().replace("+00:00", "Z") for n in range(4)]
+    user = user_record(prompt, sid=sid, parent=session.leaf_uuid, timestamp=stamp[0])
+    call = {"type": "tool_use", "id": "w1", "name": "Write",
+            "input": {"file_path": path, "content": "def multiply(a, b):\n    return a * b\n"}}  # fmt: skip
+    answer = assistant_record([call], sid=sid, parent=user["uuid"], timestamp=stamp[1])
+    answer["message"]["model"] = "claude-opus-4-5"
+    result = user_record(
+        tool_result("w1", "ok"), sid=sid, parent=answer["uuid"], timestamp=stamp[2]
+    )
+    done = assistant_record("Added multiply() in multiply.py.", sid=sid, parent=result["uuid"],
+                            timestamp=stamp[3])  # fmt: skip
+    done["message"]["model"] = "claude-opus-4-5"
+    with Path(session.path).open("ab") as f:
+        f.write(jsonl([user, answer, result, done]))
 
 
 def test_open_the_tree_compare_with_parent_see_both_sides(
@@ -19,9 +42,14 @@ def test_open_the_tree_compare_with_parent_see_both_sides(
 ) -> None:
     source = Session.objects.get(path=str(session_root / WEBAPP))
     fork = session_fork(session=source, turn=1)
+    # The fork goes its own way for a turn (as its CLI would write it), priced.
+    _carry_on(fork, "Add a multiply function instead", "/home/dev/code/webapp/multiply.py")
+    sessions_import(roots=[session_root / "cli/claude"])
+    usage_refresh()
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(f"{live_server.url}/sessions/{fork.session_id}/lineage/")
     expect(page.locator("#family-tree")).to_be_visible()
+    expect(page.locator("#family-tree .tree-node.current")).to_contain_text("2 turns")
     shot(page, "lineage")
     expect(page.locator("#family-tree")).to_contain_text("this session")
     page.locator("#family-tree .tree-node.current a.compare-parent").click()
@@ -29,7 +57,8 @@ def test_open_the_tree_compare_with_parent_see_both_sides(
     left, right = page.locator("#compare-left"), page.locator("#compare-right")
     expect(left).to_contain_text("Now run the tests")
     expect(left).to_contain_text("Bash")
-    expect(right).to_contain_text("No turns after the split.")
+    expect(right).to_contain_text("Add a multiply function instead")
+    expect(right).to_contain_text("multiply.py")
     expect(page.locator("#compare-shared")).to_contain_text("The shared history: 1 turn")
     box_l, box_r = left.bounding_box(), right.bounding_box()
     assert box_l["x"] + box_l["width"] <= box_r["x"]  # side by side
