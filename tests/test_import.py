@@ -297,6 +297,23 @@ def test_cli_made_branch_is_linked_to_its_source(corpus: Path, corpus_roots: lis
     assert branch.made_at == datetime(2026, 11, 22, 11, 44, 16, 748000, tzinfo=UTC)
 
 
+def test_the_migration_dates_cli_branches_imported_before(
+    corpus_roots: list[Path], corpus: Path
+) -> None:
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("sessions_app.migrations.0014_cli_branches_split_and_made")
+    sessions_import(roots=corpus_roots)
+    branch = _session(corpus, FORKS_TREE)
+    made, split = branch.made_at, branch.fork_turn
+    Session.objects.filter(pk=branch.pk).update(made_at=datetime.now(UTC), fork_turn=None)
+    migration.date_branches(apps, None)
+    branch.refresh_from_db()
+    assert (branch.made_at, branch.fork_turn) == (made, split) == (made, 2)
+
+
 def test_import_command_prints_summary_and_errors(tmp_path: Path) -> None:
     make_session(tmp_path, 2)
     out, err = io.StringIO(), io.StringIO()
