@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from datetime import date
-from pathlib import Path
 from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse, QueryDict
@@ -15,6 +14,7 @@ from django.views.decorators.http import require_safe
 from . import selectors
 from .formats import REGISTRY
 from .models import Project, Session
+from .selectors.family import AGENT_ID_RE, agent_id_of
 from .selectors.search import Hit, SearchQuery, SearchResults, search
 
 
@@ -59,9 +59,12 @@ def search_query(params: QueryDict) -> SearchQuery:
 def hit_url(session: Session, hit: Hit, q: str) -> str:
     """Where a hit is shown: its turn in the transcript (or its branch), the match marked."""
     if session.is_subagent and session.owner_session_id:
-        # A subagent's transcript from its own file (`agent-<id>.jsonl`), on its own page.
-        agent_id = Path(session.path).stem.removeprefix("agent-")
-        base = reverse("sessions:subagent", args=[session.owner_session_id, agent_id])
+        # A subagent's transcript from its own file, on its own page (else its owner's).
+        agent_id = agent_id_of(session)
+        if AGENT_ID_RE.match(agent_id):
+            base = reverse("sessions:subagent", args=[session.owner_session_id, agent_id])
+        else:
+            base = reverse("sessions:session_detail", args=[session.owner_session_id])
         return f"{base}?{urlencode({'hl': q})}"
     base = reverse("sessions:session_detail", args=[session.session_id])
     params: dict[str, str | int] = {}

@@ -15,6 +15,7 @@ from . import exporting, selectors
 from .lineage import lineage_svg
 from .models import Session
 from .pricing import bundled_source
+from .selectors.family import AGENT_ID_RE
 from .selectors.subagents import call_subagent as call_subagent_records
 from .selectors.tree import family_tree
 from .selectors.usage import family_usage
@@ -22,7 +23,6 @@ from .services.roots import UnsafePath, open_regular
 from .transcript import PAGE_LIMITS, build_page, build_turns, full_item
 from .tree_html import tree_html
 
-AGENT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Record ids are UUIDs in both CLIs; a damaged or hand-made file may hold others.
 LEAF_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 

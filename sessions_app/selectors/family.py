@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 from ..lineage import Box, box_pks, family_boxes
 from ..models import Session
+
+# What an agent id may look like in a URL (`subagents/<id>/`).
+AGENT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def lineage_of(session: Session) -> tuple[Box, dict[int, Session]]:
@@ -21,6 +26,10 @@ def subagents_of(session: Session) -> dict[str, Session]:
     subs = Session.objects.filter(is_subagent=True, owner_session_id=session.session_id)
     out = {}
     for sub in subs.only("id", "path", "agent_name", "record_count", "session_id"):
-        name = sub.path.rsplit("/", 1)[-1].removesuffix(".jsonl").removeprefix("agent-")
-        out[name] = sub
+        out[agent_id_of(sub)] = sub
     return out
+
+
+def agent_id_of(sub: Session) -> str:
+    """A subagent transcript's agent id, from its file name (`agent-<id>.jsonl`)."""
+    return sub.path.rsplit("/", 1)[-1].removesuffix(".jsonl").removeprefix("agent-")
