@@ -262,6 +262,13 @@ window.addEventListener("load", function () {
     }
     focusTurn(next);
   }
+  // Closing the list of keys gives the focus back to the focused turn, so the next key
+  // acts on it (not on the list's Close button, which would take it for typing).
+  document.addEventListener("close", function (event) {
+    if (event.target.id !== "keys-help") return;
+    const turn = focused();
+    if (turn) turn.focus({ preventScroll: true });
+  }, true);
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
     const help = document.getElementById("keys-help");

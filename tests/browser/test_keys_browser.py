@@ -42,8 +42,9 @@ def test_keyboard_navigation_on_a_transcript(page: Page, live_server, session_ro
     expect(page.locator("#keys-help")).to_contain_text("branch from the turn")
     page.keyboard.press("Escape")
     expect(page.locator("#keys-help")).to_be_hidden()
-    # b: branch from the focused turn (still turn 2).
+    # b: branch from the focused turn (still turn 2), which has the focus back.
     expect(page.locator("#turn-2")).to_have_class("turn focused")
+    expect(page.locator("#turn-2")).to_be_focused()
     before = Session.objects.count()
     page.keyboard.press("b")
     # The fork is written, fsynced and read back before the page moves to it.
