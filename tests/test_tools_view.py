@@ -3,6 +3,7 @@ nested under their call in all three layouts, reports as Markdown; and in the ex
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -63,6 +64,29 @@ def test_a_todo_list_is_a_checklist_not_json(root: Path, client) -> None:
                      r'"in progress"[^>]*>◐</span> Add tarfile import', todos.group(1))  # fmt: skip
     assert 'class="todo todo-pending"' in todos.group(1)
     assert '"status"' not in html and "activeForm" not in html
+
+
+def test_qwens_todo_write_is_a_checklist_too(corpus: Path, tmp_path: Path, client) -> None:
+    # The corpus has no Qwen todo call: its shell call becomes one, in Qwen's own shape
+    # (`todo_write`, `todos` of {id, content, status}).
+    call = '"name":"run_shell_command","args":{"command":"ls","description":"list"}'
+    todos = [
+        {"id": "1", "content": "List the files", "status": "completed"},
+        {"id": "2", "content": "Write hello.txt", "status": "in_progress"},
+    ]
+    todo = f'"name":"todo_write","args":{{"todos":{json.dumps(todos, separators=(",", ":"))}}}'
+    text = (corpus / QWEN).read_text()
+    assert call in text
+    target = tmp_path / "qwen" / QWEN.split("/", 2)[2]
+    target.parent.mkdir(parents=True)
+    target.write_text(text.replace(call, todo))
+    sessions_import(roots=[tmp_path / "qwen"])
+    session = Session.objects.get(path=str(target))
+    html = client.get(f"/sessions/{session.session_id}/").content.decode()
+    assert "2 tasks, 1 done" in html
+    checklist = re.search(r'<ul class="todos">(.*?)</ul>', html, re.S).group(1)
+    assert 'class="todo todo-completed"' in checklist and "List the files" in checklist
+    assert 'class="todo todo-in_progress"' in checklist and "Write hello.txt" in checklist
 
 
 def test_shell_commands_show_how_they_ended(root: Path, client) -> None:
