@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 
 from .models import Session
+from .selectors.family import subagents_of
 from .selectors.subagents import call_subagent
 from .transcript import Image, ToolCall, Turn, build_turns
 
@@ -42,11 +43,14 @@ def image_note(image: Image) -> str:
 
 def with_subagents(session: Session, turns: list[Turn]) -> list[Turn]:
     """Each call that started a subagent given that subagent's turns (any layout kept)."""
+    subs = subagents_of(session)
     for turn in turns:
         for item in turn.items:
             call = item.tool
             if call is None or not (call.is_report or call.agent_id):
                 continue
-            records = call_subagent(session, call.line, call.index)
+            records = call_subagent(
+                session, call.line, call.index, agent_id=call.agent_id, subs=subs
+            )
             call.subagent = build_turns(records, session.agent) if records else None
     return turns

@@ -25,6 +25,8 @@ from .usage_charts import usage_context
 from .views import HtmxHttpRequest
 
 RECENT_ON_HOME = 8  # sessions on the home page; the rest on /recent/
+LIVE_SECONDS = 60  # a session written to this recently is live
+LIST_POLL = "every 3s"  # how often an open list asks whether anything changed
 SESSION_LIST_DEFAULTS = {"q": "", "sort": "updated", "empty": ""}
 RECENT_DEFAULTS = {"q": "", "sort": "updated", "agent": ""}
 
@@ -63,10 +65,6 @@ def _live_since() -> datetime:
 def _search(request: HttpRequest) -> str:
     # PostgreSQL refuses NUL in a query parameter; nobody searches for one.
     return request.GET.get("q", "").replace("\x00", "").strip()[:200]
-
-
-LIVE_SECONDS = 60  # a session written to this recently is live
-LIST_POLL = "every 3s"  # how often an open list asks whether anything changed
 
 
 def _unchanged(request: HtmxHttpRequest, project: Project | None) -> tuple[bool, str]:

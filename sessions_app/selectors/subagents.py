@@ -22,14 +22,28 @@ from ..formats import PROGRESS, TOOL_RESULT, agent_for
 from ..models import Session
 from ..transcript import RawRecord
 from .family import subagents_of
-from .records import record_at, subagent_records, with_data
+from .records import iter_with_data, record_at, subagent_records, with_data
 
 MAX_RECORDS = 5_000
 
 
-def call_subagent(session: Session, line: int, index: int) -> list[RawRecord] | None:
+def call_subagent(
+    session: Session,
+    line: int,
+    index: int,
+    *,
+    agent_id: str | None = None,
+    subs: dict[str, Session] | None = None,
+) -> list[RawRecord] | None:
     """The records of the subagent the call at `line` (its `index`-th part) started, or
-    None when the session's files keep none of it."""
+    None when the session's files keep none of it.
+
+    `agent_id`: the id the call's result gave, when the caller read it already;
+    `subs`: `subagents_of(session)`, when the caller asks for many calls.
+    """
+    subs = subagents_of(session) if subs is None else subs
+    if agent_id and agent_id in subs:
+        return subagent_records(subs[agent_id])
     record = record_at(session, line)
     agent = agent_for(session.agent)
     if record is None or not isinstance(record.data, dict):
@@ -38,7 +52,7 @@ def call_subagent(session: Session, line: int, index: int) -> list[RawRecord] | 
     if not 0 <= index < len(parts) or parts[index].kind != "tool":
         return None
     call = parts[index]
-    found = _from_file(session, record.line, call.call_id)
+    found = _from_file(session, subs, record.line, call.call_id)
     if found is None:
         found = _from_progress(session, line, call.call_id)
     if found is None:
@@ -46,14 +60,16 @@ def call_subagent(session: Session, line: int, index: int) -> list[RawRecord] | 
     return found
 
 
-def _from_file(session: Session, line: int, call_id: str) -> list[RawRecord] | None:
+def _from_file(
+    session: Session, subs: dict[str, Session], line: int, call_id: str
+) -> list[RawRecord] | None:
     """Its own file, named by the agent id the call's result gives."""
-    subs = subagents_of(session)
     if not subs:
         return None
     agent = agent_for(session.agent)
     rows = session.records.filter(kind=TOOL_RESULT, line__gt=line).order_by("line")
-    for result in with_data(session, rows[:MAX_RECORDS]):
+    # Read one result at a time: the call's own is most often the next one.
+    for result in iter_with_data(session, rows[:MAX_RECORDS]):
         if not isinstance(result.data, dict):
             continue
         for outcome in agent.tool_results(result.data):
