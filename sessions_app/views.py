@@ -95,6 +95,8 @@ def call_subagent(
 ) -> HttpResponse:
     """The subagent a tool call started, from whichever layout kept it."""
     session = session_or_404(session_id)
+    if not session.records.filter(line=line).exists():
+        raise Http404("no such record")
     return _subagent(request, session, call_subagent_records(session, line, index), "")
 
 

@@ -196,6 +196,8 @@ def test_a_subagents_report_is_markdown_and_stays_inert(tmp_path: Path, client) 
     assert "<script>" not in html.split("</head>")[1].replace('<script src="', "")
     # No file, progress or sidechain keeps it: the nested view says so.
     assert "No transcript of this subagent was kept" in _nested(client, html)
+    # A record the session does not have is no page.
+    assert client.get(f"/sessions/{sid}/records/999999/subagent/0/").status_code == 404
 
 
 def _export(client, session: Session, fmt: str) -> str:
