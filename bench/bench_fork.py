@@ -127,6 +127,48 @@ def cp_sync(path: Path, scratch: Path) -> float:
     return spent
 
 
+def registration_floor(session_pk: int) -> float:
+    """Seconds to register a branch's rows alone: read them, then INSERT ... SELECT them.
+
+    What a branch costs beyond its copy when one `Record` row per line is written
+    for it and nothing else is done (no restamp, no read-back, no session row);
+    the insert is rolled back.
+    """
+    from django.db import connection, transaction
+
+    from sessions_app.models import Record, Session
+    from sessions_app.services.branching.copying import ROW_COLUMNS
+    from sessions_app.services.importing import RECORD_COLUMNS
+
+    table = Record._meta.db_table
+    source = Session.objects.get(pk=session_pk)
+    start = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {ROW_COLUMNS} FROM {table} WHERE session_id = %s ORDER BY line",
+            [session_pk],
+        )
+        while cursor.fetchmany(5_000):
+            pass
+    with transaction.atomic():
+        scratch = Session.objects.create(
+            project_id=source.project_id,
+            session_id=uuid.uuid4(),
+            path=f"{source.path}.floor",
+            agent=source.agent,
+        )
+        rest = ", ".join(RECORD_COLUMNS[1:])
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} (session_id, {rest}) "
+                f"SELECT %s, {rest} FROM {table} WHERE session_id = %s",
+                [scratch.pk, session_pk],
+            )
+        spent = time.perf_counter() - start
+        transaction.set_rollback(True)
+    return spent
+
+
 def _remove_forks(source_pk: int) -> None:
     from sessions_app.models import Session
 
@@ -160,6 +202,7 @@ def main() -> None:
     )
     print(header)
     worst: dict[tuple[float, str, str], float] = {}
+    floors: list[tuple[float, int, float, float]] = []
     try:
         for size in [float(s) for s in args.sizes.split(",")]:
             root = work / f"root{size:g}"
@@ -171,6 +214,11 @@ def main() -> None:
             sid = str(session.session_id)
             mb = path.stat().st_size / 1e6
             middle = max(1, session.turn_count // 2)
+            for _run_n in range(args.runs):
+                connection.close()
+                floors.append(
+                    (mb, session.record_count, cp_sync(path, work), registration_floor(session.pk))
+                )
             actions = (("branch (whole)", []), (f"fork at {middle}", ["--turn", str(middle)]))
             for label, extra in actions:
                 for run in range(1, args.runs + 1):
@@ -206,6 +254,14 @@ def main() -> None:
     print("\nworst ratio of every run (fork / cp+sync; must be <= 2x):")
     for (mb, label, via), ratio in worst.items():
         print(f"{mb:>6.0f}MB {label:<16} {via:<8} {ratio:>5.2f}x")
+    print(
+        "\nfloor of one row per line: a branch's rows registered alone (read, then "
+        "INSERT ... SELECT), next to cp+sync; a branch can be no faster than "
+        "(cp+sync + rows) / cp+sync"
+    )
+    print(f"{'session':>8} {'lines':>7} {'cp+sync s':>9} {'registering rows s':>18} {'best':>6}")
+    for mb, lines, base, rows_s in floors:
+        print(f"{mb:>6.0f}MB {lines:>7} {base:>9.3f} {rows_s:>18.3f} {1 + rows_s / base:>5.2f}x")
 
 
 if __name__ == "__main__":
