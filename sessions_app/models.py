@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-
-from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Case, F, Q, When
+from django.db.models.functions import Coalesce, Greatest
 
 from .conversation import Node
 from .formats import AGENT_LABELS, Agent, agent_for
@@ -37,6 +34,18 @@ class Project(models.Model):
     def name(self) -> str:
         """The folder name as the CLI wrote it, shown when no cwd is known."""
         return self.folder.rstrip("/").rsplit("/", 1)[-1]
+
+
+# A fork's activity begins when it is made: its copied records carry its source's times.
+# The home page lists by it through an index of its own on PostgreSQL (migration 0015),
+# which must change with it.
+ACTIVITY = Case(
+    When(
+        parent__isnull=False,
+        then=Greatest(Coalesce("updated_at", "made_at"), Coalesce("made_at", "updated_at")),
+    ),
+    default=F("updated_at"),
+)
 
 
 class SessionQuerySet(models.QuerySet["Session"]):
@@ -143,6 +152,8 @@ class Session(models.Model):
                 fields=["project", "is_subagent", "-output_tokens"], name="session_by_tokens"
             ),
             models.Index(fields=["project", "is_subagent", "title"], name="session_by_title"),
+            # The newest import, which a polling list compares its stamp with.
+            models.Index(fields=["imported_at"], name="session_imported"),
         ]
 
     def __str__(self) -> str:
@@ -241,58 +252,8 @@ class Record(models.Model):
         return f"{self.session_id}:{self.line} {self.kind}"
 
 
-class AuditEntry(models.Model):
-    """One write done through the dashboard or the API: who, what, when."""
-
-    at = models.DateTimeField(auto_now_add=True, db_index=True)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    actor = models.CharField(max_length=150)  # username, "token:<name>" or "local"
-    via = models.CharField(max_length=16)  # web, api
-    action = models.CharField(max_length=32)
-    session_id = models.UUIDField(null=True, blank=True)  # None: no session (a worktree)
-    result_session_id = models.UUIDField(null=True, blank=True)
-    turn = models.IntegerField(null=True, blank=True)
-    remote_addr = models.GenericIPAddressField(null=True, blank=True)
-    detail = models.CharField(max_length=4096, blank=True)  # e.g. the worktree's path
-
-    class Meta:
-        ordering = ["-at"]
-        verbose_name_plural = "audit log"
-
-    def __str__(self) -> str:
-        return f"{self.at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.session_id}"
-
-
-class ApiToken(models.Model):
-    """A bearer token for the JSON API; only its hash is stored."""
-
-    name = models.CharField(max_length=100)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE
-    )
-    key_hash = models.CharField(max_length=64, unique=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-
-    def __str__(self) -> str:
-        return self.name
-
-    @staticmethod
-    def hash(key: str) -> str:
-        """The stored form of a token."""
-        return hashlib.sha256(key.encode()).hexdigest()
-
-    @classmethod
-    def issue(cls, *, name: str, user: object | None = None) -> tuple[ApiToken, str]:
-        """A new token and its secret, which is shown once and never stored."""
-        key = "bb_" + secrets.token_urlsafe(32)
-        token = cls.objects.create(name=name, user=user, key_hash=cls.hash(key))
-        return token, key
-
-
-# Runs of the agent CLIs live in their own module; importing it here registers them.
+# Models that live in modules of their own; importing them here registers them.
+from .models_access import ApiToken, AuditEntry  # noqa: E402
 from .models_runs import Run  # noqa: E402
 from .models_search import SearchText  # noqa: E402
 from .models_usage import Usage  # noqa: E402

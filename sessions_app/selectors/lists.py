@@ -7,18 +7,10 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import Case, Count, F, Max, Q, QuerySet, When
-from django.db.models.functions import Coalesce, Greatest
+from django.db.models.functions import Coalesce
 
-from ..models import Project, Session
+from ..models import ACTIVITY, Project, Session
 
-# A fork's activity begins when it is made: its copied records carry its source's times.
-ACTIVITY = Case(
-    When(
-        parent__isnull=False,
-        then=Greatest(Coalesce("updated_at", "made_at"), Coalesce("made_at", "updated_at")),
-    ),
-    default=F("updated_at"),
-)
 SESSION_SORTS: dict[str, Any] = {
     "updated": ACTIVITY.desc(nulls_last=True),
     "made": Case(
