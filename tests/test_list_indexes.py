@@ -34,9 +34,7 @@ def plan(sql: str, params) -> str:
 def test_the_newest_import_is_read_from_an_index(imported: Path) -> None:
     table = Session._meta.db_table
     assert "session_imported" in plan(f'SELECT MAX("imported_at") FROM {table}', [])
-    assert selectors.newest_import() == max(
-        Session.objects.values_list("imported_at", flat=True)
-    )
+    assert selectors.newest_import() == max(Session.objects.values_list("imported_at", flat=True))
 
 
 def test_the_newest_sessions_of_every_project_are_read_from_an_index(imported: Path) -> None:
