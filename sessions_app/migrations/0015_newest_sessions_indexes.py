@@ -8,9 +8,9 @@ RECENT = "session_recent"
 
 
 def _recent_index(apps):
-    """The home page's newest sessions of every project, in the order it lists them
-    (`models.ACTIVITY`, newest first, undated last): read from this index, not by
-    sorting every session. PostgreSQL only: SQLite cannot index NULLS LAST."""
+    """The home page's newest sessions with a prompt, of every project, in the order it
+    lists them (`models.ACTIVITY`, newest first, undated last): read from this index,
+    not by sorting every session. PostgreSQL only: SQLite cannot index NULLS LAST."""
     activity = models.Case(  # models.ACTIVITY as it was written then
         models.When(
             parent__isnull=False,
@@ -21,7 +21,7 @@ def _recent_index(apps):
     return models.Index(
         activity.desc(nulls_last=True),
         F("id").desc(),
-        condition=Q(is_subagent=False),
+        condition=Q(is_subagent=False) & ~Q(turn_count=0),
         name=RECENT,
     )
 
