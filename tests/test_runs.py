@@ -260,3 +260,63 @@ def test_a_run_being_started_is_not_taken_for_gone(session: Session) -> None:
     assert Run.objects.get().state == "running"
     Run.objects.filter(pk=starting.pk).update(started_at=starting.started_at - timedelta(minutes=5))
     assert current_run(session) is None  # never got a process: ended
+
+
+# A CLI that prints its event, then writes the record a moment later, then works for a
+# long time printing nothing: what a tool call that runs for minutes looks like.
+QUIET_AFTER_WRITING = """
+import sys, time
+print('{"type": "assistant"}', flush=True)
+time.sleep(0.6)
+with open(sys.argv[1], "ab") as f:
+    f.write(sys.argv[2].encode() + b"\\n")
+time.sleep(60)
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_record_written_while_the_cli_prints_nothing_reaches_the_page(
+    tmp_path: Path, settings
+) -> None:
+    import threading
+    import time
+
+    import orjson
+
+    from sessions_app.services.runs.following import follow
+
+    from .factories import user_record
+
+    root = tmp_path / "root"
+    path, records = make_session(root, 2)
+    settings.SESSION_ROOTS = [root]
+    settings.BRANCHBOARD_BUSY_SECONDS = 0
+    sessions_import(roots=[root])
+    session = Session.objects.get(session_id=records[0]["sessionId"])
+    line = orjson.dumps(
+        user_record("a third prompt", sid=records[0]["sessionId"], parent=records[-1]["uuid"])
+    ).decode()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", QUIET_AFTER_WRITING, str(path), line],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    run = open_run(session, proc)
+    stderr = (tmp_path / "stderr").open("w+b")
+    follower = threading.Thread(target=follow, args=(run.pk, proc, stderr), daemon=True)
+    follower.start()
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            session.refresh_from_db()
+            if session.turn_count == 3:
+                break
+            time.sleep(0.05)
+        # Indexed while the CLI still runs: the page's live tail shows the new turn.
+        assert session.turn_count == 3
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        follower.join(timeout=15)
+    assert not follower.is_alive()
+    assert Run.objects.get().ended_at is not None

@@ -1,8 +1,10 @@
 """The thread that owns a run: it reads the CLI's stream, imports the session, records the end.
 
-The CLI writes the session file itself; each event it prints says the file may
-have grown, so the session is re-indexed (an append: constant time) at most four
-times a second, and once more at the end. The pages only read the index, so the
+The CLI writes the session file itself, and not always next to an event it
+prints: a tool call's record may land just after its event, and the tool may then
+run for minutes with nothing printed. So the file itself is watched: four times a
+second its size and mtime are looked at, and a change is imported (an append:
+constant time); once more at the end. The pages only read the index, so the
 answer appears in an open transcript through its live tail, with or without the
 watcher running.
 """
@@ -10,6 +12,7 @@ watcher running.
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import threading
 import time
@@ -28,7 +31,7 @@ from .undoing import take_back
 
 logger = logging.getLogger("branchboard.runs")
 
-IMPORT_EVERY = 0.25  # seconds between imports while the CLI writes
+IMPORT_EVERY = 0.25  # seconds between looks at the session file while the CLI runs
 STDERR_TAIL = 4000  # characters of stderr kept with a run
 MESSAGE_LIMIT = 4000
 
@@ -41,7 +44,7 @@ def follow(run_pk: int, proc: subprocess.Popen[bytes], stderr: IO[bytes]) -> Non
             target=_read_stream, args=(run_pk, proc, said), name=f"run-{run_pk}-out", daemon=True
         )
         reader.start()
-        status = proc.wait()
+        status = _import_until_exit(run_pk, proc)
         # The CLI's own helpers (same process group) may still be finishing its writes.
         while group_members(proc.pid):
             time.sleep(0.1)
@@ -58,9 +61,31 @@ def follow(run_pk: int, proc: subprocess.Popen[bytes], stderr: IO[bytes]) -> Non
         connection.close()
 
 
+def _import_until_exit(run_pk: int, proc: subprocess.Popen[bytes]) -> int:
+    """Import the run's session whenever its file changed, until the CLI exits; its status."""
+    path = Session.objects.filter(runs__pk=run_pk).values_list("path", flat=True).first()
+    seen = _file_state(path)
+    while True:
+        try:
+            return proc.wait(timeout=IMPORT_EVERY)
+        except subprocess.TimeoutExpired:
+            pass
+        now = _file_state(path)
+        if now != seen:
+            seen = now
+            import_session(run_pk)
+
+
+def _file_state(path: str | None) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path) if path else None
+    except OSError:
+        return None
+    return (stat.st_size, stat.st_mtime_ns) if stat else None
+
+
 def _read_stream(run_pk: int, proc: subprocess.Popen[bytes], said: dict[str, str]) -> None:
-    """Follow stdout (JSON events, one per line): import as it grows, note the CLI's error."""
-    last = 0.0
+    """Follow stdout (JSON events, one per line): note the CLI's error and its retries."""
     assert proc.stdout is not None
     try:
         for line in proc.stdout:
@@ -78,10 +103,6 @@ def _read_stream(run_pk: int, proc: subprocess.Popen[bytes], said: dict[str, str
                 Run.objects.filter(pk=run_pk, ended_at__isnull=True).update(
                     message=_retrying(event)
                 )
-            now = time.monotonic()
-            if now - last >= IMPORT_EVERY:
-                last = now
-                import_session(run_pk)
     finally:
         connection.close()
 
