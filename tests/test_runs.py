@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 
+import orjson
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.db import IntegrityError, transaction
@@ -27,9 +30,10 @@ from sessions_app.models import Run, Session
 from sessions_app.services.branching import SessionBusy, session_rewind
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.runs import current_run, run_refresh
+from sessions_app.services.runs.following import follow
 from sessions_app.services.runs.process import start_time
 
-from .factories import make_session
+from .factories import make_session, user_record
 
 pytestmark = pytest.mark.django_db
 
@@ -276,28 +280,14 @@ time.sleep(60)
 
 @pytest.mark.django_db(transaction=True)
 def test_a_record_written_while_the_cli_prints_nothing_reaches_the_page(
-    tmp_path: Path, settings
+    tmp_path: Path, session: Session
 ) -> None:
-    import threading
-    import time
-
-    import orjson
-
-    from sessions_app.services.runs.following import follow
-
-    from .factories import user_record
-
-    root = tmp_path / "root"
-    path, records = make_session(root, 2)
-    settings.SESSION_ROOTS = [root]
-    settings.BRANCHBOARD_BUSY_SECONDS = 0
-    sessions_import(roots=[root])
-    session = Session.objects.get(session_id=records[0]["sessionId"])
+    turns = session.turn_count + 1
     line = orjson.dumps(
-        user_record("a third prompt", sid=records[0]["sessionId"], parent=records[-1]["uuid"])
+        user_record("one more prompt", sid=str(session.session_id), parent=session.leaf_uuid)
     ).decode()
     proc = subprocess.Popen(
-        [sys.executable, "-c", QUIET_AFTER_WRITING, str(path), line],
+        [sys.executable, "-c", QUIET_AFTER_WRITING, session.path, line],
         stdout=subprocess.PIPE,
         start_new_session=True,
     )
@@ -309,11 +299,11 @@ def test_a_record_written_while_the_cli_prints_nothing_reaches_the_page(
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             session.refresh_from_db()
-            if session.turn_count == 3:
+            if session.turn_count == turns:
                 break
             time.sleep(0.05)
         # Indexed while the CLI still runs: the page's live tail shows the new turn.
-        assert session.turn_count == 3
+        assert session.turn_count == turns
         assert proc.poll() is None
     finally:
         proc.kill()
