@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from django.utils.safestring import SafeString
@@ -418,3 +419,101 @@ def test_any_text_renders_to_allowed_markup_only(text):
     diff.encode("utf-8")
     assert tags(diff) <= {"table", "caption", "tr", "td"}
     assert "\x1b" not in strip_ansi(text)
+
+
+# --- Contrast of highlighted code and diffs (WCAG AA: 4.5:1 for normal text) ---
+
+STATIC = Path(__file__).resolve().parent.parent / "static" / "sessions_app"
+DARK_PREFIX = ':root[data-theme="dark"] '
+
+
+def _channel(value: int) -> float:
+    v = value / 255
+    return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+
+
+def contrast(fg: str, bg: str) -> float:
+    """The WCAG contrast ratio of two #rgb / #rrggbb colours."""
+
+    def luminance(colour: str) -> float:
+        h = colour.lstrip("#")
+        h = "".join(c * 2 for c in h) if len(h) == 3 else h
+        r, g, b = (_channel(int(h[i : i + 2], 16)) for i in (0, 2, 4))
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    high, low = sorted((luminance(fg), luminance(bg)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def css_rules(css: str) -> dict[str, dict[str, str]]:
+    """Top-level `selector { prop: value }` rules by selector (later ones win)."""
+    rules: dict[str, dict[str, str]] = {}
+    for selector, body in re.findall(r"^([^\s@}][^{\n]*?)\s*\{([^}]*)\}", css, re.M):
+        props = dict(re.findall(r"(?<![\w-])([\w-]+)\s*:\s*([^;]+?)\s*(?:;|$)", body))
+        for one in selector.split(","):
+            rules.setdefault(one.strip(), {}).update(props)
+    return rules
+
+
+def theme_colours() -> dict[str, dict[str, str]]:
+    """app.css's custom properties for the light and the dark theme."""
+    rules = css_rules((STATIC / "app.css").read_text())
+    light, dark = rules[":root"], rules[':root[data-theme="dark"]']
+    return {"light": light, "dark": dark}
+
+
+def effective(rules: dict[str, dict[str, str]], selector: str, theme: str) -> dict[str, str]:
+    """A selector's properties in a theme: the dark rule over the light one in dark."""
+    props = dict(rules.get(selector, {}))
+    if theme == "dark":
+        props.update(rules.get(DARK_PREFIX + selector, {}))
+    return props
+
+
+def resolve(value: str, variables: dict[str, str]) -> str:
+    found = re.fullmatch(r"var\((--[\w-]+)\)", value)
+    return variables[found.group(1)] if found else value
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_code_line_numbers_comments_and_tokens_meet_wcag_aa(theme: str) -> None:
+    css = (STATIC / "highlight.css").read_text()
+    rules = css_rules(css)
+    variables = theme_colours()[theme]
+    tokens = sorted({s.removeprefix(DARK_PREFIX) for s in rules if ".code ." in s})
+    assert ".code .ln" in tokens and ".code .c1" in tokens  # the parse found the rules
+    low = {}
+    for selector in tokens:
+        props = effective(rules, selector, theme)
+        if "color" not in props:
+            continue
+        background = props.get("background-color", "transparent")
+        if background == "transparent":
+            background = variables["--code-bg"]
+        colour = resolve(props["color"], variables)
+        ratio = contrast(colour, resolve(background, variables))
+        if ratio < 4.5:
+            low[selector] = round(ratio, 2)
+    assert low == {}
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_diff_line_numbers_meet_wcag_aa(theme: str) -> None:
+    rules = css_rules((STATIC / "highlight.css").read_text())
+    variables = theme_colours()[theme]
+    table = effective(rules, "table.diff", theme)
+    background = resolve(table["background"], variables)
+    for selector in ("table.diff td.ln", "table.diff td.sign"):
+        colour = resolve(effective(rules, selector, theme)["color"], variables)
+        assert contrast(colour, background) >= 4.5, selector
+
+
+def test_dark_colours_are_the_same_for_the_system_and_the_toggle() -> None:
+    css = (STATIC / "highlight.css").read_text()
+    toggle = {s: p for s, p in css_rules(css).items() if s.startswith(DARK_PREFIX)}
+    system_block = css[css.index("@media (prefers-color-scheme: dark)") :]
+    system = css_rules(re.sub(r"^\s+", "", system_block, flags=re.M))
+    prefix = ':root:not([data-theme="light"]) '
+    assert len(toggle) > 80
+    for selector, props in toggle.items():
+        assert system[prefix + selector.removeprefix(DARK_PREFIX)] == props, selector
