@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import sys
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
+from sessions_app.data_folder import data_folder_message, data_folder_private
 from sessions_app.formats import agents
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -77,6 +79,9 @@ def env_prices(name: str) -> dict[str, dict[str, float]]:
 
 
 DATA_DIR = env_path("BRANCHBOARD_DATA_DIR", Path.home() / ".local" / "share" / "branchboard")
+# It holds every transcript's text, login sessions and token hashes: the owner's only.
+if _changed := data_folder_private(DATA_DIR):
+    sys.stderr.write(data_folder_message(DATA_DIR, _changed))
 
 # Session roots: folders holding an agent's `projects/` layout; by default each agent's
 # `~/<home folder>/projects` (`~/.claude/projects`, `~/.qwen/projects`) and the folders
@@ -104,7 +109,6 @@ def _secret_key() -> str:
         return path.read_text().strip()
     except FileNotFoundError:
         pass
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
     key = secrets.token_urlsafe(50)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -233,7 +237,6 @@ if os.environ.get("DATABASE_URL"):
         wait = f"-c lock_timeout={DB_TIMEOUT * 1000}"
         options["options"] = f"{options.get('options', '')} {wait}".strip()
 else:
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",

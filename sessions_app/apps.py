@@ -6,3 +6,11 @@ from django.apps import AppConfig
 class SessionsAppConfig(AppConfig):
     name = "sessions_app"
     verbose_name = "Agent sessions"
+
+    def ready(self) -> None:
+        from django.db.backends.signals import connection_created
+
+        from .data_folder import sqlite_files_private
+
+        # SQLite makes its files with the umask's mode; the data folder's are private.
+        connection_created.connect(sqlite_files_private, dispatch_uid="sqlite_files_private")

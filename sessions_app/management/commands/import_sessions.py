@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from django.db import close_old_connections, connection, connections
 from django.db.migrations.executor import MigrationExecutor
 from tqdm import tqdm
 
+from sessions_app.data_folder import PrivateLogFile
 from sessions_app.services.importing import ImportReport, sessions_import
 from sessions_app.services.searching import search_refresh
 from sessions_app.services.usage import usage_refresh
@@ -194,8 +194,8 @@ class _OneLine(logging.Formatter):
 
 def _log_to_file(path: Path) -> Path:
     """Send the importer's log to `path` (rotated), and its warnings to stderr too."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    to_file = RotatingFileHandler(path, maxBytes=1_000_000, backupCount=3, encoding="utf-8")
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    to_file = PrivateLogFile(path, maxBytes=1_000_000, backupCount=3, encoding="utf-8")
     to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     to_terminal = logging.StreamHandler(sys.stderr)
     to_terminal.setLevel(logging.WARNING)

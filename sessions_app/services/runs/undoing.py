@@ -80,7 +80,7 @@ def take_back(run: Run) -> str:
 
 def _keep(run: Run, added: bytes) -> Path:
     folder = Path(settings.DATA_DIR) / "failed-runs"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # private, like the data folder
     target = folder / f"run-{run.pk}-{run.session.session_id}-{digest(added)[:8]}.jsonl"
     with create_exclusive(target) as out:
         out.write(added)
