@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import date
 
 from .models import Project, Session
 from .pricing import bundled_source
@@ -50,9 +51,17 @@ def _total(days: list[DayUsage]) -> Totals:
     return total
 
 
-def usage_context(project: Project | None = None) -> dict:
+def usage_context(
+    project: Project | None = None,
+    *,
+    agent: str = "",
+    since: date | None = None,
+    until: date | None = None,
+) -> dict:
     """What a usage panel shows: the chart of the last days, totals, per model."""
-    days = usage_by_day(project=project.pk if project else None)
+    days = usage_by_day(
+        project=project.pk if project else None, agent=agent, since=since, until=until
+    )
     return {
         "usage_chart": day_chart(days, title=project.path if project else "All projects")
         if days

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import csv
+import re
 import uuid
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
 from django.http.response import HttpResponseBase
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from .formats import REGISTRY
 from .models import Project
 from .rendering.charts import Bar, horizontal_bars
 from .selectors.usage import Totals, turn_usage, usage_by_day, usage_by_model, usage_by_project
@@ -30,6 +35,60 @@ COLUMNS = (
 )
 
 
+BY = ("day", "model", "project")
+PROJECT_NUMBER = re.compile(r"[0-9]{1,19}")  # ASCII digits: `isdigit()` takes "²"
+MAX_ID = 2**63 - 1
+
+
+class BadFilter(ValueError):
+    """A filter that cannot be read; its message names it and says why."""
+
+    status = 400
+
+
+class NoProject(BadFilter):
+    status = 404
+
+
+@dataclass(frozen=True)
+class UsageFilter:
+    """What the usage page or CSV is asked to cover."""
+
+    project: Project | None = None
+    agent: str = ""
+    since: date | None = None
+    until: date | None = None
+
+
+def usage_filter(params: QueryDict) -> UsageFilter:
+    """The filters of a request; `BadFilter` names the first that cannot be read."""
+    project = None
+    if value := params.get("project", ""):
+        if not PROJECT_NUMBER.fullmatch(value) or int(value) > MAX_ID:
+            raise BadFilter(f"project: {value!r} is not a project number")
+        project = Project.objects.filter(pk=int(value)).first()
+        if project is None:
+            raise NoProject(f"project: there is no project {value}")
+    agent = params.get("agent", "")
+    if agent and agent not in REGISTRY:
+        raise BadFilter(f"agent: {agent!r} is not one of {', '.join(sorted(REGISTRY))}")
+    days: dict[str, date | None] = {}
+    for name in ("since", "until"):
+        value = params.get(name, "")
+        try:
+            days[name] = date.fromisoformat(value) if value else None
+        except ValueError:
+            raise BadFilter(f"{name}: {value!r} is not a date (YYYY-MM-DD)") from None
+    return UsageFilter(project, agent, days["since"], days["until"])
+
+
+def _refused(request: HttpRequest, error: BadFilter) -> HttpResponse:
+    """The usage page's own refusal: what was wrong, and the way back."""
+    return render(
+        request, "sessions_app/usage_refused.html", {"error": str(error)}, status=error.status
+    )
+
+
 def _values(t: Totals) -> list:
     priced = "yes" if t.priced else "no: " + ", ".join(sorted(t.unpriced))
     counts = [t.input, t.output, t.cache_write, t.cache_read, t.cache_write_1h, t.messages]
@@ -38,9 +97,17 @@ def _values(t: Totals) -> list:
 
 @require_safe
 def usage_overview(request: HttpRequest) -> HttpResponse:
-    """Usage and cost across every project: per day, per project, per model."""
-    context = usage_context()
-    per_project = usage_by_project()
+    """Usage and cost across every project (or those asked for): per day, project, model."""
+    try:
+        chosen = usage_filter(request.GET)
+    except BadFilter as exc:
+        return _refused(request, exc)
+    context = usage_context(
+        chosen.project, agent=chosen.agent, since=chosen.since, until=chosen.until
+    )
+    per_project = usage_by_project(agent=chosen.agent, since=chosen.since, until=chosen.until)
+    if chosen.project is not None:
+        per_project = {k: v for k, v in per_project.items() if k == chosen.project.pk}
     projects = Project.objects.in_bulk(list(per_project))
     rows = sorted(
         ((projects[pk], t) for pk, t in per_project.items() if pk in projects),
@@ -51,6 +118,7 @@ def usage_overview(request: HttpRequest) -> HttpResponse:
         bars, ["cost"], title="Cost per project (priced models)", fmt=lambda v: usd(v)
     )
     context["project_rows"] = rows
+    context["chosen"] = chosen
     return render(request, "sessions_app/usage.html", context)
 
 
@@ -76,34 +144,37 @@ def _csv(name: str, header: list[str], rows: Iterable[list]) -> StreamingHttpRes
 
 @require_safe
 def usage_csv(request: HttpRequest) -> HttpResponseBase:
-    """`/usage.csv?by=day|model|project[&project=N]`: every row of the usage tables."""
+    """`/usage.csv?by=day|model|project[&project=N&agent=A&since=D&until=D]`: the usage tables."""
     by = request.GET.get("by", "day")
-    project = None
-    if request.GET.get("project"):
-        if not request.GET["project"].isdigit():
-            raise Http404("no such project")
-        project = get_object_or_404(Project, pk=int(request.GET["project"]))
-    pk = project.pk if project else None
+    try:
+        if by not in BY:
+            raise BadFilter(f"by: {by!r} is not one of {', '.join(BY)}")
+        chosen = usage_filter(request.GET)
+    except BadFilter as exc:
+        return _refused(request, exc)
+    pk = chosen.project.pk if chosen.project else None
+    window: dict[str, Any] = {"agent": chosen.agent, "since": chosen.since, "until": chosen.until}
     if by == "day":
         rows = (
             [str(d.day), model, *_values(t)]
-            for d in usage_by_day(project=pk)
+            for d in usage_by_day(project=pk, **window)
             for model, t in d.models.items()
         )
         return _csv("usage-by-day.csv", ["day", "model", *COLUMNS], rows)
     if by == "model":
-        rows = ([m, *_values(t)] for m, t in usage_by_model(project=pk).items())
+        days = usage_by_day(project=pk, **window)
+        rows = ([m, *_values(t)] for m, t in usage_by_model(days=days).items())
         return _csv("usage-by-model.csv", ["model", *COLUMNS], rows)
-    if by == "project":
-        per = usage_by_project()
-        projects = Project.objects.in_bulk(list(per))
-        rows = (
-            [projects[p].path or projects[p].folder, *_values(t)]
-            for p, t in per.items()
-            if p in projects
-        )
-        return _csv("usage-by-project.csv", ["project", *COLUMNS], rows)
-    raise Http404("by: day, model or project")
+    per = usage_by_project(**window)
+    if pk is not None:
+        per = {k: v for k, v in per.items() if k == pk}
+    projects = Project.objects.in_bulk(list(per))
+    rows = (
+        [projects[p].path or projects[p].folder, *_values(t)]
+        for p, t in per.items()
+        if p in projects
+    )
+    return _csv("usage-by-project.csv", ["project", *COLUMNS], rows)
 
 
 @require_safe

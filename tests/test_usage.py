@@ -231,7 +231,7 @@ def test_the_pages_show_charts_with_their_numbers_and_csv(tmp_path: Path, client
     turns = client.get(f"/sessions/{session.session_id}/usage.csv")
     rows = b"".join(turns.streaming_content).decode().splitlines()
     assert rows[1].startswith("1,100,10,") and rows[2].startswith("2,100,20,")
-    assert client.get("/usage.csv", {"by": "nothing"}).status_code == 404
+    assert client.get("/usage.csv", {"by": "nothing"}).status_code == 400
     page = client.get(f"/sessions/{session.session_id}/lineage/").content.decode()
     assert 'id="family-usage"' in page and "Family total" in page
 

@@ -111,8 +111,10 @@ class DayUsage:
     total: Totals
 
 
-def usage_by_day(*, project: int | None = None, agent: str = "") -> list[DayUsage]:
-    """Each day with usage (UTC), by model, newest last; every message counted once."""
+def _where(
+    *, project: int | None, agent: str, since: date | None, until: date | None
+) -> tuple[str, str, list[object]]:
+    """The joins, condition and parameters of a filter (every message counted once)."""
     joins, where, params = "", 'NOT u."copy"', list[object]()
     if project is not None or agent:
         joins = f"JOIN {Session._meta.db_table} s ON s.id = u.session_id"
@@ -122,6 +124,25 @@ def usage_by_day(*, project: int | None = None, agent: str = "") -> list[DayUsag
     if agent:
         where += " AND s.agent = %s"
         params.append(agent)
+    # Compared as days, never as a day plus one: 9999-12-31 is a day like any other.
+    if since is not None:
+        where += f" AND {_day_sql()} >= %s"
+        params.append(connection.ops.adapt_datefield_value(since))
+    if until is not None:
+        where += f" AND {_day_sql()} <= %s"
+        params.append(connection.ops.adapt_datefield_value(until))
+    return joins, where, params
+
+
+def usage_by_day(
+    *,
+    project: int | None = None,
+    agent: str = "",
+    since: date | None = None,
+    until: date | None = None,
+) -> list[DayUsage]:
+    """Each day with usage (UTC), by model, newest last; every message counted once."""
+    joins, where, params = _where(project=project, agent=agent, since=since, until=until)
     days: dict[date | None, DayUsage] = {}
     for _, model, day, long, counts in _grouped(None, joins, where, params):
         entry = days.setdefault(day, DayUsage(day, {}, Totals()))
@@ -130,12 +151,14 @@ def usage_by_day(*, project: int | None = None, agent: str = "") -> list[DayUsag
     return [days[d] for d in sorted(days, key=lambda d: d or date.min)]
 
 
-def usage_by_project() -> dict[int, Totals]:
+def usage_by_project(
+    *, agent: str = "", since: date | None = None, until: date | None = None
+) -> dict[int, Totals]:
     """Each project's totals (subagents included), every message counted once."""
-    session = Session._meta.db_table
-    joins = f"JOIN {session} s ON s.id = u.session_id"
+    _, where, params = _where(project=None, agent=agent, since=since, until=until)
+    joins = f"JOIN {Session._meta.db_table} s ON s.id = u.session_id"
     out: dict[int, Totals] = defaultdict(Totals)
-    for project, model, day, long, counts in _grouped("s.project_id", joins, 'NOT u."copy"', []):
+    for project, model, day, long, counts in _grouped("s.project_id", joins, where, params):
         out[project].add(model, day, long, counts)
     return dict(out)
 
