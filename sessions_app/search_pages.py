@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import date
 from urllib.parse import urlencode
 
+from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
@@ -17,6 +19,9 @@ from .models import Project, Session
 from .selectors.family import AGENT_ID_RE, agent_id_of
 from .selectors.search import Hit, SearchQuery, SearchResults, search
 
+PROJECT_NUMBER = re.compile(r"[0-9]{1,19}")
+MAX_ID = 2**63 - 1
+
 
 class BadSearch(ValueError):
     """A filter that cannot be read; its message says which and why."""
@@ -27,7 +32,8 @@ def search_query(params: QueryDict) -> SearchQuery:
     query = SearchQuery(params.get("q", "").replace("\x00", "").strip()[:500])
     project = params.get("project", "")
     if project:
-        if not project.isdigit():
+        # ASCII digits only (`isdigit()` takes "²"), and no more than a database id holds.
+        if not PROJECT_NUMBER.fullmatch(project) or int(project) > MAX_ID:
             raise BadSearch(f"project: {project!r} is not a project number")
         query.project = int(project)
     agent = params.get("agent", "")
@@ -91,6 +97,22 @@ def _abandoned_leaf(session: Session, line: int) -> str:
     return best
 
 
+def project_choices() -> list[tuple[int, str]]:
+    """(pk, label) of the projects the filter offers: those with a listed session, a path
+    that two folders share told apart by agent and folder."""
+    projects = list(
+        Project.objects.filter(Exists(Session.objects.listed().filter(project=OuterRef("pk"))))
+        .order_by("path", "folder")
+        .only("pk", "agent", "folder", "path")
+    )
+    labels = [p.path or p.name for p in projects]
+    shared = {label for label in labels if labels.count(label) > 1}
+    return [
+        (p.pk, f"{label} ({p.get_agent_display()}, {p.name})" if label in shared else label)
+        for p, label in zip(projects, labels, strict=True)
+    ]
+
+
 @require_safe
 def search_page(request: HttpRequest) -> HttpResponse:
     """Results of a search across every session, or only one (`session=`), with filters."""
@@ -113,7 +135,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
         "results": results,
         "error": error,
         "scoped": scoped,
-        "projects": Project.objects.order_by("path", "folder"),
+        "projects": project_choices(),
         "agents": sorted((a.name, a.label) for a in REGISTRY.values()),
     }
     return render(request, "sessions_app/search.html", context, status=400 if error else 200)

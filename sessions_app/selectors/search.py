@@ -153,7 +153,7 @@ def _ranked_rows(query: SearchQuery, terms: list[str]) -> tuple[list[tuple], boo
     if query.since is not None:
         where.append('r."timestamp" >= %s')
         params.append(_day_start(query.since))
-    if query.until is not None:
+    if query.until is not None and query.until < date.max:  # the last day has no end
         where.append('r."timestamp" < %s')
         params.append(_day_start(query.until + timedelta(days=1)))
     filters = "".join(f" AND {w}" for w in where)
