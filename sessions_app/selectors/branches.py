@@ -93,11 +93,12 @@ def branch_records(
     }
     if not picked:
         return records
-    page = []
+    page, starts = [], set(branch.starts)
     for row in session.records.filter(line__gte=min(picked), line__lte=max(picked)).order_by(
         "line"
     ):
         if row.line in picked:
             row.turn, row.active = picked[row.line]
+            row.starts_turn = row.line in starts  # on this branch, not the active one
             page.append(row)
     return records + with_data(session, page)

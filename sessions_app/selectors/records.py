@@ -30,6 +30,7 @@ PAGE_COLUMNS = (
     "sidechain",
     "timestamp",
     "text",
+    "starts_turn",
 )
 
 
@@ -102,6 +103,7 @@ def subagent_records(sub: Session) -> list[RawRecord]:
     for record in records:
         # Every record of a subagent file is a sidechain; here it is the main line.
         record.sidechain, record.active, record.turn = False, True, 1
+        record.starts_turn = None  # its prompt is read by kind: the index numbers no turn here
     return records
 
 
@@ -144,4 +146,5 @@ def _raw(row: Any, data: Any) -> RawRecord:
         data=data,
         length=row.length,
         text=row.text,
+        starts_turn=row.starts_turn,
     )

@@ -128,5 +128,6 @@ def _from_sidechain(session: Session, line: int, prompt: str) -> list[RawRecord]
             if row.uuid:
                 members.add(row.uuid)
     return [
-        replace(record, sidechain=False, active=True, turn=1) for record in with_data(session, kept)
+        replace(record, sidechain=False, active=True, turn=1, starts_turn=None)
+        for record in with_data(session, kept)
     ]

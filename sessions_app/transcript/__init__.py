@@ -9,8 +9,9 @@ content: templates escape it, and Markdown goes through the sanitiser.
 
 Modules, one rule each: `items` (turns, items, tool calls, and the readings of a
 record they need), `limits` (the fixed sizes a page cuts at, and its budget),
-`building` (records to turns, piece by piece, within the limits; "show all" of one
-item). Every name is re-exported here.
+`pieces` (what one record adds to a page, and whether it is its turn's prompt, as
+the index says), `building` (records to turns, one card per turn, piece by piece,
+within the limits; "show all" of one item). Every name is re-exported here.
 """
 
 from __future__ import annotations

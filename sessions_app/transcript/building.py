@@ -11,19 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..formats import (
-    ASSISTANT,
-    COMMAND,
-    COMPACT_BOUNDARY,
-    COMPACT_SUMMARY,
-    LOCAL_OUTPUT,
-    PROMPT,
-    TOOL_RESULT,
-    USER_OTHER,
-    Agent,
-    agent_for,
-)
-from ..formats.markup import read_markup
+from ..formats import Agent, agent_for
 from .items import (
     SUBAGENT_TOOLS,
     WRITE_TOOLS,
@@ -52,6 +40,7 @@ from .limits import (
     cut,
     html_bytes,
 )
+from .pieces import is_command, pieces
 
 
 def build_turns(records: Iterable[RawRecord], agent: str, *, show_all: bool = False) -> list[Turn]:
@@ -67,7 +56,12 @@ def build_page(
     limits: PageLimits | None = None,
     start: tuple[int, int] = (0, 0),
 ) -> Page:
-    """Turns from the records at `start` (line, item index) on, until `limits` fill a page."""
+    """Turns from the records at `start` (line, item index) on, until `limits` fill a page.
+
+    One card per turn: a card opens with the first piece of its turn (a record that
+    gives none, such as a rewind marker, opens nothing), and a record of a turn
+    already on the page joins that turn's card, wherever it sits in the file.
+    """
     builder = _Builder(agent_for(agent), limits)
     start_line, start_index = start
     builder.start_line = start_line
@@ -77,11 +71,11 @@ def build_page(
         if limits is not None and builder.records >= limits.records:
             return builder.page(rec, 0)
         builder.records += 1
-        if builder.current is None or rec.turn != builder.current.number:
+        if rec.turn != builder.number:
             if builder.full(None):
                 return builder.page(rec, 0)
-            builder.new_turn(rec.turn)
-        for index, piece in enumerate(_pieces(rec, builder.agent, show_all)):
+            builder.number = rec.turn
+        for index, piece in enumerate(pieces(rec, builder.agent, show_all)):
             if rec.line == start_line and index < start_index:
                 continue
             if builder.full(piece):
@@ -96,12 +90,12 @@ def full_item(record: RawRecord, agent: str, index: int, *, raw: bool = False) -
         return Item("record", record.line, record=record, text=as_json(record.data))
     # On its page the record was shown as part of its branch, whichever branch that was.
     record.active = True
-    pieces = _pieces(record, agent_for(agent), show_all=False)
-    if not 0 <= index < len(pieces):
+    found = pieces(record, agent_for(agent), show_all=False)
+    if not 0 <= index < len(found):
         return None
     builder = _Builder(agent_for(agent), None)
-    builder.new_turn(record.turn)
-    builder.add(record, index, pieces[index])
+    builder.number = record.turn
+    builder.add(record, index, found[index])
     builder.page(None, 0)
     turn = builder.turns[0]
     if turn.prompt_line is not None:
@@ -113,37 +107,14 @@ def full_item(record: RawRecord, agent: str, index: int, *, raw: bool = False) -
     return item
 
 
-def _pieces(rec: RawRecord, agent: Agent, show_all: bool) -> list[tuple[str, Any]]:
-    """What one record adds to a page, in order: an item's index is its place here."""
-    data = rec.data
-    if rec.sidechain or not isinstance(data, dict) or not rec.active:
-        return [("record", rec)] if show_all else []
-    if rec.kind in (PROMPT, COMMAND) and rec.turn is not None:
-        return [("prompt", rec)]
-    if rec.kind == ASSISTANT:
-        return [("part", part) for part in agent.assistant_parts(data)]
-    if rec.kind == TOOL_RESULT:
-        return [("result", outcome) for outcome in agent.tool_results(data)]
-    if rec.kind == COMPACT_BOUNDARY:
-        return [("boundary", agent.compaction_of(data))]
-    if rec.kind == COMPACT_SUMMARY:
-        return [("summary", agent.record_text(data))]
-    if rec.kind in (USER_OTHER, LOCAL_OUTPUT, PROMPT, COMMAND):
-        text = agent.record_text(data) or str(data.get("content") or "")
-        return [("note", text)] if text.strip() else []
-    return [("record", rec)] if show_all else []
-
-
-def _is_command(prompt: str) -> bool:
-    return "</command-name>" in prompt[:2000] and read_markup(prompt[:2000]).command is not None
-
-
 class _Builder:
     """Turns of one page as its pieces arrive, each text cut and counted against the limits."""
 
     def __init__(self, agent: Agent, limits: PageLimits | None) -> None:
         self.agent, self.limits = agent, limits
         self.turns: list[Turn] = []
+        self.cards: dict[int | None, Turn] = {}  # the page's card of each turn
+        self.number: int | None = None  # the turn of the record being read
         self.current: Turn | None = None
         self.calls: dict[str, ToolCall] = {}
         self.spent = self.items = self.records = self.start_line = 0
@@ -155,12 +126,19 @@ class _Builder:
         paired = piece is not None and piece[0] == "result" and piece[1].call_id in self.calls
         times = PAIRED_OVERRUN if paired else 1
         limits = self.limits
-        return self.spent >= times * limits.page_bytes or self.items >= times * limits.items
+        # A piece that would open a card counts the card's own HTML too.
+        spent = self.spent + (TURN_BYTES if self.number not in self.cards else 0)
+        return spent >= times * limits.page_bytes or self.items >= times * limits.items
 
-    def new_turn(self, number: int | None) -> None:
-        self.current = Turn(number=number)
-        self.turns.append(self.current)
-        self.spent += TURN_BYTES
+    def card(self) -> Turn:
+        """The card of the turn being read, opened with its first piece."""
+        turn = self.cards.get(self.number)
+        if turn is None:
+            turn = self.cards[self.number] = Turn(number=self.number)
+            self.turns.append(turn)
+            self.spent += TURN_BYTES
+        self.current = turn
+        return turn
 
     def cut(self, text: str, size: Size, *, factor: int = 1) -> tuple[str, Cut | None]:
         if self.limits is None:
@@ -171,8 +149,7 @@ class _Builder:
 
     def add(self, rec: RawRecord, index: int, piece: tuple[str, Any]) -> None:
         kind, value = piece
-        turn, limits = self.current, self.limits or PageLimits()
-        assert turn is not None
+        turn, limits = self.card(), self.limits or PageLimits()
         self.items += kind != "result"
         self.spent += ITEM_BYTES
         if kind == "prompt" and turn.prompt_line is None:
@@ -196,7 +173,7 @@ class _Builder:
             self._result(rec, index, value, limits)
         elif kind in ("summary", "boundary"):
             self._text_item(rec, index, kind, value, limits.message, markdown=True)
-        elif kind == "note" and not turn.items and _is_command(turn.prompt):
+        elif kind == "note" and not turn.items and is_command(turn.prompt):
             # What a slash command expanded to, sent in the person's name: kept closed.
             self._text_item(rec, index, "expansion", value, limits.message, markdown=True)
         elif kind == "note":
@@ -273,9 +250,9 @@ class _Builder:
 
     def page(self, rec: RawRecord | None, index: int) -> Page:
         """The page as built: edits cut, calls waiting for a later page marked."""
-        if self.start_line and self.turns and self.turns[0].prompt_line is None:
-            self.turns[0].continued = True
         for turn in self.turns:
+            # A card without its prompt goes on with a turn an earlier page began.
+            turn.continued = turn.number is not None and turn.prompt_line is None
             for item in turn.items:
                 if item.tool is not None:
                     call = item.tool

@@ -40,6 +40,7 @@ class RawRecord:
     data: Any  # the parsed line, or None for an invalid one
     length: int = 0
     text: str = ""
+    starts_turn: bool | None = None  # the index's turn rule; None: not read through it
 
 
 @dataclass(slots=True)
