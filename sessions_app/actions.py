@@ -79,7 +79,8 @@ def fork(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
         if request.POST.get("worktree"):
             if not can_manage_worktrees(request.user):
                 raise PermissionDenied("You may not fork into git worktrees.")
-            worktree = request.POST.get("worktree_name", "").strip()
+            # Not trimmed: a name with spaces is refused here as by the API and the command.
+            worktree = request.POST.get("worktree_name", "")
         forked = fork_where_asked(
             session=session,
             asked=asked,
@@ -162,12 +163,14 @@ def worktree_remove(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         raise PermissionDenied("You may not remove git worktrees.")
     project = get_object_or_404(Project, pk=pk)
     back = reverse("sessions:project_detail", args=[project.pk]) + "#worktrees"
-    path = request.POST.get("path", "")
     try:
+        # Only a worktree this project lists, by the full path the list shows.
         removal = remove_worktree(
-            Path(path),
+            request.POST.get("path", ""),
+            listed_in=Path(project.path),
             discard=bool(request.POST.get("discard")),
             live_ok=bool(request.POST.get("live_ok")),
+            foreign=bool(request.POST.get("foreign")),
         )
     except BranchError as error:
         messages.error(request, str(error))

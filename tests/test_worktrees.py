@@ -411,7 +411,11 @@ def test_stale_agent_worktrees_are_removed_and_anything_in_doubt_kept(repo: Path
         if slug != "agent-0000004":  # this one was touched today
             os.utime(path, (old, old))
 
-    outcome = {path.name: said for path, said in stale_worktrees_remove(repo)}
+    # Without --foreign the CLIs' worktrees (no marker of ours) are all kept.
+    assert all(
+        said.startswith("kept") and path.is_dir() for path, said in stale_worktrees_remove(repo)
+    )
+    outcome = {path.name: said for path, said in stale_worktrees_remove(repo, foreign=True)}
 
     assert outcome["agent-0000001"].startswith("removed the worktree")
     assert not made["agent-0000001"].exists()

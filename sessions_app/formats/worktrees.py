@@ -37,6 +37,12 @@ def check_slug(slug: str) -> str:
         raise InvalidSlug(f"worktree name {slug!r}: must not start with '.' or '-'")
     if ".." in slug:
         raise InvalidSlug(f"worktree name {slug!r}: must not contain '..'")
+    # git's check-ref-format refuses these in a branch name (`worktree-<slug>`); the
+    # others it refuses (spaces, '~^:?*[\\', '@{', control characters) the pattern does.
+    if slug.endswith("."):
+        raise InvalidSlug(f"worktree name {slug!r}: must not end with '.'")
+    if slug.endswith(".lock"):
+        raise InvalidSlug(f"worktree name {slug!r}: must not end with '.lock'")
     if slug.startswith(RESERVED_PREFIX):
         raise InvalidSlug(
             f"worktree name {slug!r}: the '{RESERVED_PREFIX}' prefix is kept for the CLIs' "

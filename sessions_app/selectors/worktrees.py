@@ -10,7 +10,7 @@ from pathlib import Path
 from django.db.models import Q
 
 from ..formats import agent_for, file_history
-from ..formats.worktrees import is_stale, worktree_of
+from ..formats.worktrees import MARKER, is_stale, worktree_of
 from ..models import Project, Session
 from ..services import git
 from ..services.git import BranchDiff, Changes, GitError, age_days, read_marker
@@ -45,6 +45,7 @@ class WorktreeRow:
     unique_commits: int
     age_days: float | None
     agent_made: bool  # under an agent worktree folder: removable from the panel
+    owned: bool  # branchboard made it (its marker): else removing it needs confirming
     stale: bool
     sessions: list[Session] = field(default_factory=list)
 
@@ -72,7 +73,8 @@ def _ran_in(path: Path) -> list[Session]:
 def _row(entry: git.WorktreeEntry) -> WorktreeRow:
     path = entry.path
     try:
-        found: Changes | None = git.changes(path)
+        # Ignored files too: removing the worktree would delete them (a `.env`).
+        found: Changes | None = git.changes(path, own=frozenset({MARKER}), ignored=True)
         unique = git.unique_commits(path, entry.branch) if entry.branch else 0
         when = git.last_commit_time(path, "HEAD")
     except GitError:
@@ -81,14 +83,16 @@ def _row(entry: git.WorktreeEntry) -> WorktreeRow:
     agent_made = worktree_of(str(path)) is not None
     dirty = found.dirty if found is not None else None
     stale = agent_made and is_stale(path.name, age_days=age, dirty=dirty, unique=unique)
+    marker = read_marker(path)
     return WorktreeRow(
         path=path,
         branch=entry.branch,
-        base=str(read_marker(path).get("base") or ""),
+        base=str(marker.get("base") or ""),
         changes=found,
         unique_commits=unique,
         age_days=age,
         agent_made=agent_made,
+        owned=marker.get("tool") == "branchboard",
         stale=stale,
         sessions=_ran_in(path),
     )

@@ -22,6 +22,8 @@ from ..formats.worktrees import MARKER
 GIT_TIMEOUT = 60.0
 # Conflicted entries in `git status --porcelain` (both sides touched the path).
 CONFLICT_CODES = frozenset({"DD", "AU", "UD", "UA", "DU", "AA", "UU"})
+# Ignored files a message names; the rest are counted.
+IGNORED_SHOWN = 20
 
 
 class GitError(Exception):
@@ -100,42 +102,57 @@ def branch_exists(folder: Path, branch: str) -> bool:
 
 @dataclass(frozen=True)
 class Changes:
-    """Uncommitted changes of a working tree, counted apart."""
+    """Uncommitted changes of a working tree, counted apart; ignored files named."""
 
     tracked: int = 0
     untracked: int = 0
     conflicted: int = 0
+    # Files and folders git ignores (`.env`, `build/`): counted only when asked for,
+    # because `git worktree remove` deletes them as surely as untracked ones.
+    ignored: tuple[str, ...] = ()
 
     @property
     def dirty(self) -> bool:
-        return bool(self.tracked or self.untracked or self.conflicted)
+        return bool(self.tracked or self.untracked or self.conflicted or self.ignored)
 
-    def describe(self) -> str:
+    def describe(self, limit: int = IGNORED_SHOWN) -> str:
+        """In words, e.g. `1 changed, 2 ignored: .env, build/` (at most `limit` names)."""
         parts = [
             f"{n} {label}"
             for n, label in (
                 (self.tracked, "changed"),
                 (self.untracked, "untracked"),
                 (self.conflicted, "conflicted"),
+                (len(self.ignored), "ignored"),
             )
             if n
         ]
+        if self.ignored:
+            more = len(self.ignored) - limit
+            parts[-1] += ": " + ", ".join(self.ignored[:limit])
+            parts[-1] += f" and {more} more" if more > 0 else ""
         return ", ".join(parts) or "clean"
 
 
-def changes(folder: Path, *, own: frozenset[str] = frozenset()) -> Changes:
-    """The working tree's uncommitted changes (ignored files do not count, nor do the
-    untracked files `own` names, relative to the top level: files the dashboard made)."""
-    out = git("status", "--porcelain=v1", "-z", "--untracked-files=all", cwd=folder).stdout
+def changes(folder: Path, *, own: frozenset[str] = frozenset(), ignored: bool = False) -> Changes:
+    """The working tree's uncommitted changes, and with `ignored` the files git ignores
+    (an ignored folder as one entry); the files `own` names, relative to the top level,
+    do not count (files the dashboard made)."""
+    # "matching" names an ignored folder once instead of every file in it (node_modules/).
+    show = ["--ignored=matching"] if ignored else []
+    out = git("status", "--porcelain=v1", "-z", "--untracked-files=all", *show, cwd=folder).stdout
     tracked = untracked = conflicted = 0
+    ignored_found: list[str] = []
     entries = iter(out.split("\0"))
     for entry in entries:
         if len(entry) < 3:
             continue
-        code = entry[:2]
-        if code == "??" and entry[3:] in own:
+        code, name = entry[:2], entry[3:]
+        if code in ("??", "!!") and name in own:
             continue
-        if code == "??":
+        if code == "!!":
+            ignored_found.append(name)
+        elif code == "??":
             untracked += 1
         elif code in CONFLICT_CODES:
             conflicted += 1
@@ -143,7 +160,7 @@ def changes(folder: Path, *, own: frozenset[str] = frozenset()) -> Changes:
             tracked += 1
             if code[0] in "RC":
                 next(entries, None)  # a rename's or copy's source path follows
-    return Changes(tracked, untracked, conflicted)
+    return Changes(tracked, untracked, conflicted, tuple(sorted(ignored_found)))
 
 
 def unique_commits(folder: Path, branch: str) -> int:

@@ -17,7 +17,8 @@ from sessions_app.services.worktrees import stale_worktrees_remove, worktree_rem
 class Command(BaseCommand):
     help = (
         "Remove a git worktree under <repository>/.claude/worktrees/ or .qwen/worktrees/. "
-        "Refused while it has uncommitted, untracked or conflicted changes unless --discard; "
+        "Refused while it has uncommitted, untracked, conflicted or ignored files (a .env) "
+        "unless --discard, and when branchboard did not make it unless --foreign; "
         "its branch is deleted with `git branch -d` only, so a branch with commits that no "
         "other branch or remote holds is kept. Exit codes: 2 bad request, 4 conflict."
     )
@@ -32,10 +33,19 @@ class Command(BaseCommand):
             action="store_true",
             help="remove every stale agent worktree (agent- and 7 hex digits, untouched for "
             "30 days, no uncommitted change, no commit of its own) of PATH's repository; "
-            "any it cannot vouch for is kept",
+            "any it cannot vouch for is kept; the CLIs' worktrees are not branchboard's, so "
+            "this needs --foreign too",
         )
         parser.add_argument(
-            "--discard", action="store_true", help="throw its uncommitted changes away"
+            "--discard",
+            action="store_true",
+            help="throw its uncommitted changes away, ignored files (a .env) included",
+        )
+        parser.add_argument(
+            "--foreign",
+            action="store_true",
+            help="remove it although branchboard did not make it (no ownership marker): "
+            "it is someone else's, a CLI's own agent- worktree or one made by hand",
         )
         parser.add_argument(
             "--live-ok",
@@ -46,11 +56,14 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["stale"]:
-            self._stale(Path(options["path"]), as_json=options["json"])
+            self._stale(Path(options["path"]), foreign=options["foreign"], as_json=options["json"])
             return
         try:
             removal = worktree_remove(
-                Path(options["path"]), discard=options["discard"], live_ok=options["live_ok"]
+                options["path"],
+                discard=options["discard"],
+                live_ok=options["live_ok"],
+                foreign=options["foreign"],
             )
         except BranchError as exc:
             refuse(self, exc, as_json=options["json"])
@@ -66,9 +79,9 @@ class Command(BaseCommand):
             return
         self.stdout.write(removal.describe())
 
-    def _stale(self, folder: Path, *, as_json: bool) -> None:
+    def _stale(self, folder: Path, *, foreign: bool, as_json: bool) -> None:
         try:
-            done = stale_worktrees_remove(folder)
+            done = stale_worktrees_remove(folder, foreign=foreign)
         except BranchError as exc:
             refuse(self, exc, as_json=as_json)
         for _path, said in done:

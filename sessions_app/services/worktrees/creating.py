@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +42,7 @@ class WorktreePlan:
     base: str  # the branch (or, detached, the commit) the worktree starts from
     detached: bool
     changes: Changes  # uncommitted in the source's working tree: not carried over
+    exclude: Path  # the repository's `info/exclude`, where the marker's line goes
 
     @property
     def cwd(self) -> Path:
@@ -83,6 +85,9 @@ def plan_worktree(session: Session, slug: str | None) -> WorktreePlan:
         raise WorktreeRefused(str(exc)) from None
     path = top / agent.worktree_folder / slug
     branch = f"worktree-{slug}"
+    # Every check before the first write: a link met half way must leave nothing behind.
+    _refuse_links(top, agent.worktree_folder)
+    exclude = _exclude_file(top)
     if os.path.lexists(path):
         raise WorktreeExists(f"{path} exists already; choose another worktree name")
     if git.branch_exists(top, branch):
@@ -98,6 +103,7 @@ def plan_worktree(session: Session, slug: str | None) -> WorktreePlan:
         branch=branch,
         base=base or git.head_commit(cwd),
         detached=detached,
+        exclude=exclude,
         # The agent folder's .gitignore a first worktree adds is the dashboard's doing.
         changes=git.changes(
             cwd, own=frozenset({f"{Path(agent.worktree_folder).parent}/.gitignore"})
@@ -108,14 +114,60 @@ def plan_worktree(session: Session, slug: str | None) -> WorktreePlan:
 def make_worktree(plan: WorktreePlan, *, agent_name: str) -> None:
     """Create the worktree the plan describes; WorktreeError (nothing left behind) if git fails."""
     agent = agent_for(agent_name)
-    _ignore_worktrees(plan.top / Path(agent.worktree_folder).parent)
-    plan.path.parent.mkdir(parents=True, exist_ok=True)
+    # Again at the last moment: the plan's look may be a while ago.
+    _refuse_links(plan.top, agent.worktree_folder)
+    try:
+        _ignore_worktrees(plan.top / Path(agent.worktree_folder).parent)
+        plan.path.parent.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise WorktreeError(f"{exc.strerror}: {exc.filename}; no worktree was made") from None
     if stat.S_ISLNK(os.lstat(plan.path.parent).st_mode):
         raise WorktreeRefused(f"{plan.path.parent} is a symbolic link; links are never followed")
     try:
         git.git("worktree", "add", "-b", plan.branch, str(plan.path), plan.base, cwd=plan.top)
     except GitError as exc:
         raise WorktreeError(f"{exc}; no worktree was made") from None
+
+
+def _refuse_links(top: Path, worktree_folder: str) -> None:
+    """The agent folder, its `.gitignore` and its worktrees folder: each missing, or a real
+    folder or file; WorktreeRefused for a link (never followed) or anything else."""
+    folder = top / Path(worktree_folder).parent
+    for path, want in (
+        (folder, stat.S_ISDIR),
+        (folder / ".gitignore", stat.S_ISREG),
+        (top / worktree_folder, stat.S_ISDIR),
+    ):
+        _refuse_link(path, want)
+
+
+def _refuse_link(path: Path, want: Callable[[int], bool]) -> None:
+    """Nothing at `path`, or what `want` says (a folder, a regular file); never a link."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise WorktreeRefused(f"{path} cannot be looked at ({exc.strerror})") from None
+    if stat.S_ISLNK(mode):
+        raise WorktreeRefused(f"{path} is a symbolic link; links are never followed")
+    if not want(mode):
+        kind = "folder" if want is stat.S_ISDIR else "regular file"
+        raise WorktreeRefused(f"{path} is not a {kind}; nothing was written")
+
+
+def _exclude_file(top: Path) -> Path:
+    """The repository's `info/exclude` (shared by its worktrees), checked to be no link."""
+    try:
+        found = git.git(
+            "rev-parse", "--path-format=absolute", "--git-path", "info/exclude", cwd=top
+        ).stdout.strip()
+    except GitError as exc:
+        raise WorktreeError(f"{exc}; nothing was written") from None
+    exclude = Path(found)
+    _refuse_link(exclude.parent, stat.S_ISDIR)
+    _refuse_link(exclude, stat.S_ISREG)
+    return exclude
 
 
 def write_marker(plan: WorktreePlan, *, session: Session, source: Session) -> None:
@@ -129,12 +181,10 @@ def write_marker(plan: WorktreePlan, *, session: Session, source: Session) -> No
         "base": plan.base,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    exclude = Path(
-        git.git(
-            "rev-parse", "--path-format=absolute", "--git-path", "info/exclude", cwd=plan.path
-        ).stdout.strip()
-    )
-    exclude.parent.mkdir(parents=True, exist_ok=True)
+    exclude = plan.exclude
+    _refuse_link(exclude.parent, stat.S_ISDIR)
+    _refuse_link(exclude, stat.S_ISREG)
+    exclude.parent.mkdir(exist_ok=True)
     _add_line(exclude, "/" + MARKER)
     _create(plan.path / MARKER, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
 

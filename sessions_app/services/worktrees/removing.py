@@ -1,9 +1,13 @@
 """Removing an agent worktree: only under the agent folders, never losing a commit.
 
-Refused while it has uncommitted, untracked or conflicted changes unless
-discarding them is confirmed; a marker naming a session that is being written
-right now needs confirming too. The branch is deleted with `git branch -d` only,
-so a branch holding commits no other branch or remote holds is always kept.
+Only a worktree of the repository asked about (the project's, on the page) is
+removed, and one the dashboard did not make (no ownership marker: the CLI's own
+`agent-` worktrees, one made by hand) only when the user confirms it is someone
+else's. Refused while it has uncommitted, untracked, conflicted or ignored files
+(`git worktree remove` deletes ignored ones too: a `.env` is a secret, not litter)
+unless discarding them is confirmed; a marker naming a session that is being
+written right now needs confirming too. The branch is deleted with `git branch -d`
+only, so a branch holding commits no other branch or remote holds is always kept.
 """
 
 from __future__ import annotations
@@ -13,7 +17,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...formats.worktrees import is_agent_slug, is_stale, worktree_folders, worktree_of
+from ...formats.worktrees import (
+    MARKER,
+    is_agent_slug,
+    is_stale,
+    worktree_folders,
+    worktree_of,
+)
 from ...models import Session
 from .. import git
 from ..branching.guards import own_write
@@ -61,26 +71,49 @@ def repository_of(path: Path) -> Path:
     )
 
 
-def worktree_remove(path: Path, *, discard: bool = False, live_ok: bool = False) -> Removal:
-    """Remove the agent worktree at `path` and, where no commit would be lost, its branch."""
+def worktree_remove(
+    path: str | Path,
+    *,
+    discard: bool = False,
+    live_ok: bool = False,
+    foreign: bool = False,
+    listed_in: Path | None = None,
+) -> Removal:
+    """Remove the agent worktree at `path` and, where no commit would be lost, its branch.
+
+    `listed_in`: the folder (a project's) whose repository's worktree list must hold
+    `path`, given in full as the list shows it. `foreign`: the user confirmed that a
+    worktree without the dashboard's marker is someone else's and may go.
+    """
+    if not str(path).strip():
+        raise NotAWorktree("no worktree path was given; nothing was removed")
+    if listed_in is not None and not os.path.isabs(path):
+        raise NotAWorktree(
+            f"{str(path)!r} is not one of this project's worktrees: give its full path "
+            "as the project's list shows it; nothing was removed"
+        )
     path = Path(os.path.abspath(path))
     top = repository_of(path)
     if path.is_symlink() or not path.is_dir():
         raise NotAWorktree(f"{path} is not a worktree folder on this machine")
+    entry = _listed_entry(path, top, listed_in)
     try:
-        entry = next(
-            (e for e in git.worktrees(top) if os.path.realpath(e.path) == os.path.realpath(path)),
-            None,
-        )
-        if entry is None or entry.main:
-            raise NotAWorktree(f"{path} is not a worktree of the repository {top}")
-        found = git.changes(path)
+        found = git.changes(path, own=frozenset({MARKER}), ignored=True)
     except GitError as exc:
         raise WorktreeError(f"{exc}; nothing was removed") from None
+    # Every confirmation still missing, in one message, so one answer can give them all.
+    missing = []
+    if not foreign and read_marker(path).get("tool") != "branchboard":
+        missing.append(
+            f"{path} was not made by branchboard (it has no ownership marker): it may be "
+            "a CLI's own or one made by hand; confirm that it is someone else's to remove it"
+        )
     if found.dirty and not discard:
-        raise NeedsConfirmation(
+        missing.append(
             f"{path} has uncommitted changes ({found.describe()}); confirm discarding them"
         )
+    if missing:
+        raise NeedsConfirmation("; ".join(missing))
     live = _live_session(path)
     if live is not None and not live_ok:
         raise NeedsConfirmation(
@@ -102,6 +135,29 @@ def worktree_remove(path: Path, *, discard: bool = False, live_ok: bool = False)
     return Removal(path, entry.branch, deleted, unique, found)
 
 
+def _listed_entry(path: Path, top: Path, listed_in: Path | None) -> git.WorktreeEntry:
+    """`path`'s entry in the worktree list of `listed_in`'s repository (else `top`'s)."""
+    if listed_in is not None and not (listed_in.is_absolute() and listed_in.is_dir()):
+        raise NotAWorktree(
+            "this project's folder is not on this machine, so it lists no worktrees; "
+            "nothing was removed"
+        )
+    try:
+        entries = git.worktrees(listed_in or top)
+    except GitError as exc:
+        raise WorktreeError(f"{exc}; nothing was removed") from None
+    real = os.path.realpath(path)
+    entry = next((e for e in entries if os.path.realpath(e.path) == real), None)
+    if entry is not None and not entry.main:
+        return entry
+    if listed_in is not None:
+        raise NotAWorktree(
+            f"{path} is not one of this project's worktrees (those of the repository at "
+            f"{listed_in}); nothing was removed"
+        )
+    raise NotAWorktree(f"{path} is not a worktree of the repository {top}")
+
+
 def _live_session(path: Path) -> Session | None:
     """The session the marker names, if its file changed in the last LIVE_SECONDS."""
     session_id = read_marker(path).get("session_id")
@@ -119,12 +175,13 @@ def _live_session(path: Path) -> Session | None:
     return session if time.time() - st.st_mtime < LIVE_SECONDS else None
 
 
-def stale_worktrees_remove(folder: Path) -> list[tuple[Path, str]]:
+def stale_worktrees_remove(folder: Path, *, foreign: bool = False) -> list[tuple[Path, str]]:
     """Remove every stale agent worktree of the repository `folder` is in.
 
-    Each goes through `worktree_remove`'s guards; one whose state cannot be read, or
-    that a guard stops, is left where it is (fails closed). Returns (path, what
-    happened) for each agent worktree looked at.
+    Each goes through `worktree_remove`'s guards (the CLIs' worktrees have no marker of
+    ours: `foreign` is the user's word that they may go); one whose state cannot be
+    read, or that a guard stops, is left where it is (fails closed). Returns (path,
+    what happened) for each agent worktree looked at.
     """
     try:
         entries = git.worktrees(folder)
@@ -135,7 +192,8 @@ def stale_worktrees_remove(folder: Path) -> list[tuple[Path, str]]:
         if entry.main or worktree_of(entry.path) is None or not is_agent_slug(entry.path.name):
             continue
         try:
-            found = git.changes(entry.path)
+            # As the project page counts them: an ignored `.env` is not nothing.
+            found = git.changes(entry.path, own=frozenset({MARKER}), ignored=True)
             unique = git.unique_commits(entry.path, entry.branch) if entry.branch else 0
             age = git.age_days(entry.path, git.last_commit_time(entry.path, "HEAD"))
         except GitError as exc:
@@ -145,7 +203,7 @@ def stale_worktrees_remove(folder: Path) -> list[tuple[Path, str]]:
             done.append((entry.path, "kept: not stale"))
             continue
         try:
-            done.append((entry.path, worktree_remove(entry.path).describe()))
+            done.append((entry.path, worktree_remove(entry.path, foreign=foreign).describe()))
         except WorktreeError as exc:
             done.append((entry.path, f"kept: {exc}"))
     return done
