@@ -66,3 +66,44 @@ def test_fork_into_a_worktree_with_the_files_of_that_turn(
     )
     path = repo / ".claude" / "worktrees" / "with-files"
     assert (path / "a.txt").read_text() == "a after turn 1\n"
+
+
+def test_remove_asks_before_dropping_ignored_files_and_someone_elses_worktree(
+    page: Page, live_server, transactional_db: None, tmp_path: Path
+) -> None:
+    from sessions_app.services.worktrees import worktree_fork
+
+    repo = make_repo(tmp_path / "code" / "app")
+    (repo / ".gitignore").write_text(".env\n")
+    run("add", ".gitignore", cwd=repo)
+    run("commit", "-qm", "ignore secrets", cwd=repo)
+    source = claude_session(tmp_path / "claude-projects", repo)
+    ours = worktree_fork(session=source, slug="with-secret").plan.path
+    (ours / ".env").write_text("SECRET=1\n")
+    theirs = repo / ".claude" / "worktrees" / "agent-abcdef1"
+    run("worktree", "add", "-q", "-b", "cli-agent", str(theirs), cwd=repo)
+
+    page.goto(f"{live_server.url}/projects/{source.project_id}/")
+    ours_row = page.locator("#worktrees tr", has_text=str(ours))
+    expect(ours_row).to_contain_text("1 ignored: .env")
+    ours_row.locator("button.worktree-remove").click()
+    message = page.locator(".message.error")
+    expect(message).to_contain_text("1 ignored: .env")
+    expect(message).to_contain_text("confirm discarding them")
+    assert (ours / ".env").read_text() == "SECRET=1\n"
+
+    ours_row = page.locator("#worktrees tr", has_text=str(ours))
+    ours_row.locator("input[name=discard]").check()
+    ours_row.locator("button.worktree-remove").click()
+    expect(page.locator(".message.success")).to_contain_text(f"Removed the worktree {ours}")
+    assert not ours.exists()
+
+    theirs_row = page.locator("#worktrees tr", has_text=str(theirs))
+    theirs_row.locator("button.worktree-remove").click()
+    expect(page.locator(".message.error")).to_contain_text("not made by branchboard")
+    assert theirs.is_dir()
+    theirs_row = page.locator("#worktrees tr", has_text=str(theirs))
+    theirs_row.locator("input[name=foreign]").check()
+    theirs_row.locator("button.worktree-remove").click()
+    expect(page.locator(".message.success")).to_contain_text(f"Removed the worktree {theirs}")
+    assert not theirs.exists()
