@@ -36,3 +36,10 @@ QWEN_MID_TURN = (
 )
 COMPACTED = "public/claude/-home-USER-projects-spotter-worktrees-spotter-dov/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
 SIDECHAIN_INLINE = "public/claude/-path-to-Demo/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+
+# Sessions made for cases the corpus lacks, in the shapes the CLIs wrote (tests/fixtures/made/,
+# described in its README). Not under the corpus roots: the corpus counts above stay true.
+MADE_ROOT = "made/claude"
+INIT_1_0 = "made/claude/-home-dev-code-initdemo/1b0c2d3e-4f50-4a61-8b72-93a4b5c6d7e8.jsonl"
+SCREENSHOTS = "made/claude/-home-dev-code-screenshots/2c1d3e4f-5061-4b72-8c83-a4b5c6d7e8f9.jsonl"
+MADE_TURNS = {INIT_1_0: 2, SCREENSHOTS: 2}

@@ -7,15 +7,23 @@ from pathlib import Path
 
 import pytest
 
-from sessions_app.formats.markup import Chip, plain, read_markup, title_text
+from sessions_app.formats.markup import (
+    Chip,
+    plain,
+    read_markup,
+    shown_text,
+    tags_removed,
+    title_text,
+)
 from sessions_app.models import Session
 from sessions_app.services.branching import session_fork
 from sessions_app.services.importing import sessions_import
 
 from .factories import assistant_record, user_record, write_session
-from .facts import COMPACTED, SIDECHAIN_INLINE, TURNS
+from .facts import COMPACTED, INIT_1_0, MADE_ROOT, MADE_TURNS, SIDECHAIN_INLINE, TURNS
 
 RAW_TAGS = (
+    "command-contents",
     "command-name",
     "command-message",
     "command-args",
@@ -224,3 +232,91 @@ def test_the_migration_cleans_titles_imported_before(root: Path) -> None:
     retitle(apps, None)
     demo.refresh_from_db()
     assert demo.title == "/orchestrator create TODO app by Next.js"
+
+
+# Claude Code 1.0.x's slash commands: the expansion in the command's own record.
+
+INIT_ID = "1b0c2d3e-4f50-4a61-8b72-93a4b5c6d7e8"
+INIT_WORDS = "Please analyze this codebase and create a CLAUDE.md file"
+JSON_RE = re.compile(r'"type":\s*"text"|&quot;type&quot;:\s*&quot;text')
+
+
+def test_a_1_0_command_reads_as_its_name_with_its_expansion_decoded() -> None:
+    contents = (
+        '{\n  "type": "text",\n  "text": "Please analyze\\n\\nWhat to add:\\n1. \\"Commands\\""\n}'
+    )
+    text = (
+        "<command-message>init is analyzing your codebase…</command-message>\n"
+        "<command-name>init</command-name>\n<command-args></command-args>\n"
+        f"<command-contents>{contents}</command-contents>"
+    )
+    [chip] = read_markup(text).pieces
+    assert isinstance(chip, Chip) and chip.label == "/init"
+    assert chip.expansion == 'Please analyze\n\nWhat to add:\n1. "Commands"'
+    assert plain(text) == "/init" and title_text(text) == "/init"
+    # A page cuts a long prompt: the expansion cut short still reads as text, never JSON.
+    cut = read_markup(text[: text.index("What to add") + 4])
+    assert cut.command is not None and cut.command.expansion == "Please analyze\n\nWhat"
+    assert plain(text[:-40]) == "/init"
+    # A search snippet's window, and what search indexes: words, no tags, no JSON.
+    assert not JSON_RE.search(tags_removed(text)) and "<command" not in tags_removed(text)
+    assert shown_text(text) == '/init\nPlease analyze\n\nWhat to add:\n1. "Commands"'
+
+
+@pytest.fixture
+def made(corpus: Path) -> Path:
+    assert not sessions_import(roots=[corpus / MADE_ROOT]).errors
+    return corpus
+
+
+@pytest.mark.django_db
+def test_init_of_claude_code_1_0_is_a_slash_command_everywhere(made: Path, client) -> None:
+    session = Session.objects.get(session_id=INIT_ID)
+    assert session.turn_count == MADE_TURNS[INIT_1_0]
+    assert session.title == "/init"
+    pages = {
+        "session": f"/sessions/{INIT_ID}/",
+        "project": f"/projects/{session.project_id}/",
+        "home": "/",
+        "recent": "/recent/",
+    }
+    for name, url in pages.items():
+        html = client.get(url).content.decode()
+        assert not RAW_RE.search(html) and not JSON_RE.search(html), name
+    html = client.get(pages["session"]).content.decode()
+    assert re.search(r"<title>/init\b", html)  # the tab's title
+    first = html[html.index('id="prompt-1"') :]
+    assert (
+        '<span class="chip chip-command" title="init is analyzing your codebase…">/init<'
+        in (first[:800])
+    )
+    expansion = re.search(r'<details class="expansion"[^>]*>(.*?)</details>', first, re.S)
+    assert expansion and INIT_WORDS in expansion.group(1)
+    assert "<h1>CLAUDE.md</h1>" in expansion.group(1) or "# CLAUDE.md" in expansion.group(1)
+    md = b"".join(client.get(f"/sessions/{INIT_ID}/export.md").streaming_content).decode()
+    assert md.startswith("# /init\n") and "[/init]" in md and f"> {INIT_WORDS}" in md
+    assert not RAW_RE.search(md) and not JSON_RE.search(md)
+    page = b"".join(client.get(f"/sessions/{INIT_ID}/export.html").streaming_content).decode()
+    assert 'class="chip chip-command"' in page and INIT_WORDS in page
+    assert not RAW_RE.search(page) and not JSON_RE.search(page)
+
+
+@pytest.mark.django_db
+def test_the_migration_retitles_1_0_commands_imported_before(made: Path) -> None:
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("sessions_app.migrations.0017_titles_of_1_0_slash_commands")
+    session = Session.objects.get(session_id=INIT_ID)
+    raw = " ".join(session.first_prompt.split())
+    # What imports before stored: the name without its slash, then the expansion's JSON.
+    branch = {
+        "leaf": "x",
+        "turn": 1,
+        "prompt": f"init {raw[raw.index('<command-contents>') :]}"[:200],
+    }
+    Session.objects.filter(pk=session.pk).update(title=raw[:100], abandoned=[branch])
+    migration.retitle(apps, None)
+    session.refresh_from_db()
+    assert session.title == "/init" and session.abandoned[0]["prompt"] == "/init"

@@ -5,13 +5,17 @@ Claude Code wraps what is not typed prose in tags: a slash command
 command's output (`<local-command-stdout>`), a finished background task
 (`<task-notification>` with `<summary>`, `<status>`), a reminder it adds
 (`<system-reminder>`), what an IDE sent (`<ide_opened_file>`, `<ide_selection>`), the
-`!` shell mode (`<bash-input>`, `<bash-stdout>`). Only a block that starts a line and
+`!` shell mode (`<bash-input>`, `<bash-stdout>`). Claude Code 1.0.x also wrote what a
+slash command expanded to into the same record, as JSON of a text block
+(`<command-contents>{"type": "text", "text": "Please analyze..."}</command-contents>`):
+it is the command's expansion, not words anyone typed. Only a block that starts a line and
 whose closing tag ends one is the CLI's: the same words inside prose or a code span
 are the user's and stay text. Pure Python.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -22,6 +26,7 @@ BLOCK_TAGS = (
     "command-message",
     "command-name",
     "command-args",
+    "command-contents",
     "local-command-stdout",
     "local-command-stderr",
     "local-command-caveat",
@@ -38,6 +43,11 @@ BLOCK_RE = re.compile(
     r"^[ \t]*<(" + "|".join(BLOCK_TAGS) + r")>(.*?)</\1>[ \t]*(?:\r?\n|\Z)", re.S | re.M
 )
 TAG_RE = re.compile(r"</?(?:" + "|".join(BLOCK_TAGS) + r")>")
+# An expansion cut short (a page cuts a long prompt) has no closing tag: it runs to the end.
+CONTENTS_RE = re.compile(r"<command-contents>(.*?)(?:</command-contents>|\Z)", re.S)
+JSON_TEXT_RE = re.compile(r'^\s*\{\s*"type"\s*:\s*"text"\s*,\s*"text"\s*:\s*"', re.S)
+STRING_BODY_RE = re.compile(r'(?:[^"\\]|\\.)*', re.S)
+CUT_ESCAPE_RE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")  # an escape the cut left half
 INNER_RE = re.compile(r"<([a-z-]+)>(.*?)</\1>", re.S)
 OPENED_RE = re.compile(r"opened the file (.+?) in the IDE", re.S)
 SELECTED_RE = re.compile(r"selected the lines? (\d+)(?: to (\d+))? from (.+?):\s*\n(.*)", re.S)
@@ -54,6 +64,7 @@ class Chip:
     label: str
     detail: str = ""
     title: str = ""  # a longer description, e.g. the whole path
+    expansion: str = ""  # what a slash command expanded to (Claude Code 1.0.x), as sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +94,9 @@ def has_markup(text: str) -> bool:
 
 def read_markup(text: str) -> Marked:
     """`text` as plain pieces and chips; text without the CLIs' blocks is one piece."""
-    if "</" not in text:
+    if "</" not in text and "<command-contents>" not in text:
         return Marked((text,))
+    text, expansion = _without_contents(text)
     pieces: list[str | Chip] = []
     command: dict[str, str] = {}
     at = 0
@@ -104,12 +116,58 @@ def read_markup(text: str) -> Marked:
         pieces.append(text[at:].strip("\n"))
     if command:
         name = command.get("command-name", "")
+        if name and not name.startswith("/"):
+            name = "/" + name  # Claude Code 1.0.x wrote the name without its slash
         if not name and command.get("command-message", "").split():
             name = "/" + command["command-message"].split()[0]
         label = " ".join(p for p in (name, command.get("command-args", "")) if p)
-        chip = Chip("command", collapse(label, 300), title=command.get("command-message", ""))
+        chip = Chip(
+            "command",
+            collapse(label, 300),
+            title=command.get("command-message", ""),
+            expansion=expansion,
+        )
         pieces = [chip if isinstance(p, Chip) and p.kind == "command" else p for p in pieces]
     return Marked(tuple(pieces))
+
+
+def _without_contents(text: str) -> tuple[str, str]:
+    """`text` without the `<command-contents>` block of a command's tags, and the expansion
+    that block held (decoded); a block cut short runs to the end of `text`."""
+    found = CONTENTS_RE.search(text)
+    if found is None or "<command-name>" not in text:
+        return text, ""
+    rest = text[: found.start()].rstrip(" \t") + text[found.end() :]
+    return rest, expansion_text(found.group(1))
+
+
+def expansion_text(body: str) -> str:
+    """What a `<command-contents>` block held: the `text` of its JSON text block, else itself.
+
+    Tolerates a block cut short (no closing quote or brace): its text is decoded as far as
+    it goes.
+    """
+    body = body.strip()
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("text"), str):
+        return data["text"].strip()
+    start = JSON_TEXT_RE.match(body)
+    if start is None:
+        return body
+    return _unescaped(body[start.end() :]).removesuffix('"\n}').removesuffix('"}').strip()
+
+
+def _unescaped(text: str) -> str:
+    """A JSON string's body, escapes decoded, up to its closing quote or its end."""
+    body = STRING_BODY_RE.match(text).group(0)  # type: ignore[union-attr]  (always matches)
+    body = CUT_ESCAPE_RE.sub("", body)
+    try:
+        return json.loads(f'"{body}"')
+    except ValueError:
+        return body
 
 
 def _chip(tag: str, body: str) -> Chip:
@@ -170,8 +228,27 @@ def plain(text: str) -> str:
 
 def tags_removed(text: str) -> str:
     """`text` with the CLI's markup tags made spaces, their contents kept: for a piece of
-    text that may cut a block in two (a search snippet)."""
-    return TAG_RE.sub(" ", text) if "<" in text else text
+    text that may cut a block in two (a search snippet). A slash command's expansion
+    (`<command-contents>` JSON) reads as its decoded text."""
+    if "<" not in text:
+        return text
+    if "<command-contents>" in text:
+        text = CONTENTS_RE.sub(lambda m: f" {expansion_text(m.group(1))} ", text)
+    return TAG_RE.sub(" ", text)
+
+
+def shown_text(text: str) -> str:
+    """User text as the page shows it, in words: prose, each chip's label and what it
+    holds, a slash command's expansion decoded. For search: what the page shows, it finds."""
+    if "</" not in text and "<command-contents>" not in text:
+        return text
+    out: list[str] = []
+    for piece in read_markup(text).pieces:
+        if isinstance(piece, str):
+            out.append(piece)
+        else:
+            out.extend(p for p in (piece.label, piece.detail, piece.expansion) if p)
+    return "\n".join(out)
 
 
 def title_text(first_prompt: str | None, limit: int = 100) -> str:

@@ -1,8 +1,10 @@
 """User text with the CLIs' markup (`formats.markup`) as HTML: prose escaped, chips labelled.
 
 A chip is a small labelled `<span>`; what it held (a command's output, a reminder,
-a selection) follows in a closed `<details>`. Every piece is escaped here: nothing of
-the transcript reaches the page as markup.
+a selection) follows in a closed `<details>`; what a slash command expanded to (Claude
+Code 1.0.x kept it in the command's record) follows as Markdown, closed, the way a newer
+release's expansion record is shown. Every piece is escaped or sanitised here: nothing
+of the transcript reaches the page as markup.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from ..formats.markup import Chip, read_markup
+from .markdown import markdown_html
 from .text import strip_ansi
 
 CHIP_DETAIL_CHARS = 20_000  # a chip's detail is cut here; the whole record is one click away
+EXPANSION_SUMMARY = "What the command expanded to (sent as the prompt)"
+EXPORT_EXPANSION_CHARS = 2_000  # as much of an expansion as a Markdown export quotes
 
 
 def chip_html(chip: Chip) -> SafeString:
@@ -24,6 +29,14 @@ def chip_html(chip: Chip) -> SafeString:
         format_html(' title="{}"', chip.title) if chip.title else "",
         chip.label,
     )
+    if chip.expansion:
+        return format_html(
+            '{}<details class="expansion"><summary>{}</summary><div class="markdown">{}'
+            "</div></details>",
+            label,
+            EXPANSION_SUMMARY,
+            markdown_html(chip.expansion),
+        )
     if not chip.detail:
         return label
     detail = strip_ansi(chip.detail)
@@ -49,8 +62,19 @@ def with_chips_html(text: str) -> SafeString:
 
 
 def chips_text(text: str) -> str:
-    """User text for Markdown or plain text: each chip as `[label]`, its detail left out."""
+    """User text for Markdown or plain text: each chip as `[label]`, its detail left out; a
+    slash command's expansion quoted after it."""
     marked = read_markup(text or "")
     return "\n".join(
-        f"[{piece.label}]" if isinstance(piece, Chip) else piece for piece in marked.pieces
+        _chip_text(piece) if isinstance(piece, Chip) else piece for piece in marked.pieces
     )
+
+
+def _chip_text(chip: Chip) -> str:
+    if not chip.expansion:
+        return f"[{chip.label}]"
+    quoted = "\n".join(
+        f"> {line}" if line else ">"
+        for line in chip.expansion[:EXPORT_EXPANSION_CHARS].strip().splitlines()
+    )
+    return f"[{chip.label}]\n\n{quoted}\n"
