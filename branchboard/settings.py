@@ -185,9 +185,13 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Under /api/, an unexpected error is JSON too, never an HTML 500.
+    "sessions_app.middleware.ApiErrorMiddleware",
     # Last, so its process_exception sees a view's lock error first.
     "sessions_app.middleware.DatabaseBusyMiddleware",
 ]
+# A form without its page's token gets the site's page that says so.
+CSRF_FAILURE_VIEW = "sessions_app.error_pages.csrf_failure"
 if TEAM_MODE:
     MIDDLEWARE.insert(
         MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,

@@ -21,3 +21,9 @@ urlpatterns = [
     path("api/", include("sessions_app.api_urls")),
     path("", include("sessions_app.urls")),
 ]
+
+# Errors use the site's own page (JSON under /api/): sessions_app/error_pages.py.
+handler400 = "sessions_app.error_pages.bad_request"
+handler403 = "sessions_app.error_pages.permission_denied"
+handler404 = "sessions_app.error_pages.page_not_found"
+handler500 = "sessions_app.error_pages.server_error"

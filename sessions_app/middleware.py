@@ -13,9 +13,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
 from django.db import OperationalError
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+
+from .error_pages import SERVER_ERROR, under_api
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +30,8 @@ MESSAGE = (
 # PostgreSQL: lock_not_available (lock_timeout), query_canceled (statement_timeout),
 # deadlock_detected.
 LOCK_SQLSTATES = frozenset({"55P03", "57014", "40P01"})
+# What Django itself answers as 400/403/404 through the error handlers.
+REFUSALS = (Http404, PermissionDenied, BadRequest, SuspiciousOperation)
 SQLITE_LOCK_MESSAGES = ("database is locked", "database table is locked")
 
 
@@ -66,3 +71,29 @@ class DatabaseBusyMiddleware:
             response = HttpResponse(html, status=503)
         response["Retry-After"] = str(RETRY_AFTER)
         return response
+
+
+class ApiErrorMiddleware:
+    """Under /api/, an unexpected error in a view is `{"error": ...}` with 500, never a page.
+
+    Refusals Django turns into 400/403/404 are left to the error handlers
+    (sessions_app/error_pages.py), which answer JSON under /api/ as well.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not under_api(request) or isinstance(exception, REFUSALS):
+            return None
+        # Answered here, so Django does not log it: log it as it would, with the traceback.
+        logger.error(
+            "Internal Server Error: %s",
+            request.path,
+            exc_info=exception,
+            extra={"request": request},
+        )
+        return JsonResponse({"error": SERVER_ERROR}, status=500)

@@ -111,10 +111,11 @@ def test_wrong_methods_are_405(client, imported: Path) -> None:
     assert client.delete("/").status_code == 405
 
 
-def test_oversized_form_body_is_refused(client, imported: Path) -> None:
+def test_oversized_form_body_is_refused(client, imported: Path, settings) -> None:
     before = files(imported)
-    response = client.post(f"/sessions/{WEBAPP_ID}/fork/", {"title": "x" * 400_000})
-    assert response.status_code == 400
+    too_big = {"title": "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)}
+    response = client.post(f"/sessions/{WEBAPP_ID}/fork/", too_big)
+    assert response.status_code == 413 and "larger than" in response.content.decode()
     assert files(imported) == before
 
 
