@@ -9,9 +9,10 @@ venv:
 
 run: venv
 	@$(PY) manage.py migrate --no-input -v 0
-	@$(PY) manage.py import_sessions
 	@echo "branchboard: serving http://127.0.0.1:$(PORT)/ (Ctrl-C stops it)"
-	@# The watcher says where it logs; its warnings come here too, the rest goes to the log.
+	@echo "branchboard: importing your sessions behind the pages, newest first (the pages show how far)"
+	@# The watcher imports everything first, then what changes; it says where it logs,
+	@# its warnings come here too, the rest goes to the log.
 	@$(PY) manage.py import_sessions --watch --no-progress & watcher=$$!; \
 	trap 'kill $$watcher 2>/dev/null' EXIT INT TERM; \
 	BRANCHBOARD_WORKERS=2 $(PY) -m gunicorn branchboard.wsgi --config deploy/gunicorn.conf.py --bind 127.0.0.1:$(PORT)

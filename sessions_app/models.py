@@ -254,8 +254,19 @@ class Record(models.Model):
 
 # Models that live in modules of their own; importing them here registers them.
 from .models_access import ApiToken, AuditEntry  # noqa: E402
+from .models_import import ImportStatus  # noqa: E402
 from .models_runs import Run  # noqa: E402
 from .models_search import SearchText  # noqa: E402
 from .models_usage import Usage  # noqa: E402
 
-__all__ = ["ApiToken", "AuditEntry", "Project", "Record", "Run", "SearchText", "Session", "Usage"]
+__all__ = [
+    "ApiToken",
+    "AuditEntry",
+    "ImportStatus",
+    "Project",
+    "Record",
+    "Run",
+    "SearchText",
+    "Session",
+    "Usage",
+]

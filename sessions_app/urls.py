@@ -5,6 +5,7 @@ from django.urls import path
 from . import (
     actions,
     compare_pages,
+    import_status_pages,
     list_pages,
     run_pages,
     search_pages,
@@ -18,6 +19,8 @@ app_name = "sessions"
 urlpatterns = [
     path("", list_pages.project_list, name="project_list"),
     path("recent/", list_pages.recent_sessions, name="recent"),
+    path("import-status/", import_status_pages.import_status, name="import_status"),
+    path("import-status.json", import_status_pages.import_status_json, name="import_status_json"),
     path("projects/<int:pk>/", list_pages.project_detail, name="project_detail"),
     path("search/", search_pages.search_page, name="search"),
     path("usage/", usage_pages.usage_overview, name="usage"),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,11 @@ from django.db.migrations.executor import MigrationExecutor
 from tqdm import tqdm
 
 from sessions_app.data_folder import PrivateLogFile
+from sessions_app.models_import import ImportStatus
+from sessions_app.services.import_status import ImportTracker
 from sessions_app.services.importing import ImportReport, sessions_import
-from sessions_app.services.searching import search_refresh
-from sessions_app.services.usage import usage_refresh
+from sessions_app.services.searching import SearchReport, search_refresh
+from sessions_app.services.usage import UsageReport, usage_refresh
 
 logger = logging.getLogger("branchboard.importer")
 # A failed pass (a database lock held too long, a bad file) is tried again after
@@ -58,12 +62,15 @@ class Command(BaseCommand):
             self._watch(roots)
             return
         show = not options["no_progress"] and sys.stderr.isatty()
+        tracker = ImportTracker()
         with tqdm(
             unit="B", unit_scale=True, desc="importing", disable=not show, leave=False
         ) as bar:
-            report = sessions_import(roots=roots, progress=lambda _f, size: bar.update(size))
+            report = sessions_import(
+                roots=roots, progress=lambda _f, size: bar.update(size), tracker=tracker
+            )
         self._report(report)
-        for done in (search_refresh(), usage_refresh()):
+        for done in catch_up(tracker):
             for error in done.errors:
                 self.stderr.write(error)
             if done.sessions or done.errors:
@@ -147,8 +154,9 @@ def _import_pass(roots: list[Path], reported: set[str] | None = None) -> bool:
     """
     # A connection an earlier failure left broken (or PostgreSQL closed) is not reused.
     close_old_connections()
+    tracker = ImportTracker()
     try:
-        report = sessions_import(roots=roots)
+        report = sessions_import(roots=roots, tracker=tracker)
     except Exception as exc:
         # The terminal shows this line without the traceback: it must say why on its own.
         logger.exception("import pass stopped by an error: %s", exc)
@@ -158,9 +166,13 @@ def _import_pass(roots: list[Path], reported: set[str] | None = None) -> bool:
     if report.sessions or report.subagents or report.errors:
         logger.info(report.summary())
     # An appended line is searchable, and counted, after the pass that imported it.
-    for refresh in (search_refresh, usage_refresh):
+    refreshes: list[tuple[str, Callable[..., SearchReport | UsageReport]]] = [
+        (ImportStatus.SEARCH, search_refresh),
+        (ImportStatus.USAGE, usage_refresh),
+    ]
+    for phase, refresh in refreshes:
         try:
-            done = refresh()
+            done = refresh(progress=functools.partial(tracker.catch_up, phase))
         except Exception as exc:
             logger.exception("%s stopped by an error: %s", refresh.__name__, exc)
             connections.close_all()
@@ -168,7 +180,15 @@ def _import_pass(roots: list[Path], reported: set[str] | None = None) -> bool:
         _log_new(done.errors, reported, refresh.__name__)
         if done.sessions:
             logger.info(done.summary())
+    tracker.end()
     return not report.errors
+
+
+def catch_up(tracker: ImportTracker) -> Iterator[SearchReport | UsageReport]:
+    """Bring search, then usage, up to date with the records, telling `tracker`; then end it."""
+    yield search_refresh(progress=lambda n, total: tracker.catch_up(ImportStatus.SEARCH, n, total))
+    yield usage_refresh(progress=lambda n, total: tracker.catch_up(ImportStatus.USAGE, n, total))
+    tracker.end()
 
 
 def _log_new(errors: list[str], reported: set[str] | None, kind: str) -> None:

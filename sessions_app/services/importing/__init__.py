@@ -16,6 +16,7 @@ file is skipped, appended to or read again is `services.import_plan`.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -25,10 +26,11 @@ from django.db.models.functions import Coalesce
 
 from ...models import Project, Session
 from ..discovery import RootError, SessionFile, discover
+from ..import_status import ImportTracker
 from ..roots import UnsafePath, open_regular
 from .indexing import Indexed, import_open_file
 from .report import ImportReport
-from .session_row import head_digest
+from .session_row import cli_branches_link, head_digest
 from .storing import RECORD_COLUMNS, records_insert
 
 __all__ = [
@@ -45,10 +47,20 @@ __all__ = [
 ]
 
 Progress = Callable[[SessionFile, int], None]
+# Seconds between recounts of the projects during a pass (their session counts).
+RECOUNT_EVERY = 2.0
 
 
-def sessions_import(*, roots: Iterable[Path], progress: Progress | None = None) -> ImportReport:
-    """Import every session file under `roots`; problems are reported, never fatal."""
+def sessions_import(
+    *,
+    roots: Iterable[Path],
+    progress: Progress | None = None,
+    tracker: ImportTracker | None = None,
+) -> ImportReport:
+    """Import every session file under `roots`, newest first; problems are reported, never fatal.
+
+    `tracker` is told the pass's progress, for the pages to show while it runs.
+    """
     report = ImportReport()
     found: list[SessionFile] = []
     for root in roots:
@@ -59,8 +71,11 @@ def sessions_import(*, roots: Iterable[Path], progress: Progress | None = None) 
             continue
         found.extend(files)
         report.errors.extend(problems)
-    # Sessions first, so a subagent file finds its parent already imported.
-    found.sort(key=lambda f: f.is_subagent)
+    # Sessions first, so a subagent file finds its parent already imported; the newest
+    # first, so a first import behind the pages shows what people want first, first.
+    found.sort(key=lambda f: (f.is_subagent, -_mtime(f.path)))
+    if tracker is not None:
+        tracker.begin(found)
     # One query for the import state of every known file: an unchanged file then
     # costs a stat() and nothing else.
     known = {
@@ -70,6 +85,7 @@ def sessions_import(*, roots: Iterable[Path], progress: Progress | None = None) 
         )
     }
     touched: set[int] = set()
+    counted_at = time.monotonic()
     for source in found:
         report.files += 1
         report.subagent_files += source.is_subagent
@@ -78,10 +94,27 @@ def sessions_import(*, roots: Iterable[Path], progress: Progress | None = None) 
             report.skipped += 1
         elif (session := session_file_import(source=source, report=report)) is not None:
             touched.add(session.project_id)
-        if progress is not None:
-            progress(source, _size(source.path))
+        if progress is not None or tracker is not None:
+            size = _size(source.path)
+            if progress is not None:
+                progress(source, size)
+            if tracker is not None:
+                tracker.advance(size)
+        if touched and time.monotonic() - counted_at > RECOUNT_EVERY:
+            # A long pass: the project list shows the sessions imported so far.
+            projects_refresh(project_ids=touched)
+            touched.clear()
+            counted_at = time.monotonic()
+    cli_branches_link(report.unlinked)
     projects_refresh(project_ids=touched)
     return report
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return os.lstat(path).st_mtime_ns
+    except OSError:
+        return 0
 
 
 def _unchanged(path: Path, state: tuple[int, int, int]) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 
 @dataclass
@@ -20,6 +21,9 @@ class ImportReport:
     errors: list[str] = field(default_factory=list)
     # The projects this run has met (folder: id), each looked up once; only committed ones.
     project_ids: dict[str, int] = field(default_factory=dict, repr=False)
+    # CLI branches read before the session they came from (newest first): (row id, source
+    # session id, turns copied, when made), linked at the end of the run.
+    unlinked: list[tuple[int, str, int, datetime | None]] = field(default_factory=list, repr=False)
 
     def summary(self) -> str:
         """The one-line summary printed at the end of an import."""

@@ -199,6 +199,7 @@ def _write(
     session.cwd = session.cwd or reader.cwd
     session.git_branch = (reader.git_branch or session.git_branch)[:255]
     made = None
+    unlinked: tuple[str, int, datetime | None] | None = None
     if source.is_subagent:
         session.owner_session_id = session.owner_session_id or _uuid_or_none(reader.owner_id)
         session.agent_name = session.agent_name or _subagent_name(source.path, source.root)
@@ -211,8 +212,12 @@ def _write(
             session.kind = Session.Kind.BRANCH
             session.fork_turn = copied_turns
             made = reader.branched_at
+        elif parent is None and parent_id:
+            unlinked = (parent_id, copied_turns, reader.branched_at)
     session.imported_at = timezone.now()
     session.save()
+    if unlinked is not None:
+        reader.report.unlinked.append((session.pk, *unlinked))
     if made is not None:
         # Made when it first wrote a record of its own, not when it was imported (the
         # row's birth, which `save` stamps on an insert).
@@ -247,3 +252,19 @@ def _subagent_name(path: Path, root: Path) -> str:
                 if cleaned:
                     return cleaned
     return path.stem
+
+
+def cli_branches_link(unlinked: list[tuple[int, str, int, datetime | None]]) -> None:
+    """Link the CLI branches read before the session they came from, if it is imported now."""
+    for pk, parent_id, copied_turns, made in unlinked:
+        parent = Session.objects.filter(session_id=parent_id).exclude(pk=pk).first()
+        if parent is None:
+            continue  # not among the files (yet)
+        fields: dict[str, object] = {
+            "parent": parent,
+            "kind": Session.Kind.BRANCH,
+            "fork_turn": copied_turns,
+        }
+        if made is not None:
+            fields["made_at"] = made
+        Session.objects.filter(pk=pk, parent__isnull=True, kind="").update(**fields)

@@ -21,6 +21,7 @@ from django.db import connection
 from django.db.models import F
 
 from ...models import SearchText, Session
+from ..import_status import CatchUp
 from .indexing import session_index
 
 __all__ = ["SearchReport", "search_refresh", "session_index", "texts_collect"]
@@ -44,15 +45,25 @@ class SearchReport:
         )
 
 
-def search_refresh(*, session_ids: Iterable[int] | None = None) -> SearchReport:
-    """Bring the search index up to date with the records; problems are reported, never fatal."""
+def search_refresh(
+    *, session_ids: Iterable[int] | None = None, progress: CatchUp | None = None
+) -> SearchReport:
+    """Bring the search index up to date with the records; problems are reported, never fatal.
+
+    `progress(done, total)` is told how many of the sessions behind are done.
+    """
     report = SearchReport()
     behind = Session.objects.filter(search_lines__lt=F("line_count")).select_related("project")
     if session_ids is not None:
         behind = behind.filter(pk__in=list(session_ids))
+    total = behind.count() if progress is not None else 0
     # Sessions before their subagents and forks: a fork then links its parent's texts.
-    for session in behind.order_by("is_subagent", "pk").iterator(chunk_size=500):
+    for done, session in enumerate(behind.order_by("is_subagent", "pk").iterator(chunk_size=500)):
+        if progress is not None:
+            progress(done, total)
         session_index(session, report)
+    if progress is not None:
+        progress(total, total)
     return report
 
 

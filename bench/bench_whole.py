@@ -1,0 +1,274 @@
+"""Benchmark: the whole import as a new user waits for it, beside agentsview, and the first page.
+
+In one run, on one generated corpus (copies of the real fixture sessions, see
+bench/corpus.py) laid out in a temporary home as the CLIs lay it out
+(`~/.claude/projects`, `~/.qwen/projects`):
+
+1. baseline: reading every line and `orjson.loads`-ing it;
+2. `manage.py import_sessions --no-progress` on a fresh database: records, search and
+   usage, the whole command (wall seconds and the peak RSS of its process), `--repeat` times;
+3. the same for agentsview's `sync` (a Go binary, SQLite FTS5), when it is on the machine
+   (`agentsview` on PATH, or `--agentsview PATH`; `pip install agentsview==0.46.1`
+   installs it), with its own fresh data folder each time;
+4. `make run` from a fresh data folder: seconds until its first page answers (what a new
+   user waits for before seeing anything), and until the import it starts is whole.
+
+Every figure is printed with the baseline of the same run, because absolute times on a
+shared machine are noise.
+
+    .venv/bin/python bench/bench_whole.py [--size-mb 99] [--repeat 3] [--postgres]
+        [--agentsview PATH] [--no-first-page] [--tmpdir /tmp] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.corpus import fresh_database, replicated_corpus  # noqa: E402 (needs the path above)
+
+MB = 1_000_000
+PG_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+PG_BENCH_DB = f"bench_whole_{os.getpid()}"
+FIRST_PAGE_TARGET = 5.0  # seconds, issue 28 (a)
+
+
+def make_home(tmp: Path, size_mb: float) -> tuple[Path, int, int]:
+    """A home folder holding a generated corpus where Claude Code and Qwen Code keep theirs."""
+    home = tmp / "home"
+    staging = tmp / "staging"
+    files, written = replicated_corpus(staging, target_bytes=int(size_mb * MB))
+    claude = home / ".claude" / "projects"
+    qwen = home / ".qwen" / "projects"
+    claude.mkdir(parents=True)
+    qwen.mkdir(parents=True)
+    for project in sorted(staging.iterdir()):
+        target = qwen if (project / "chats").is_dir() else claude
+        project.rename(target / project.name)
+    staging.rmdir()
+    return home, files, written
+
+
+def baseline_seconds(home: Path) -> float:
+    """Read every line of every session file and `orjson.loads` it."""
+    start = time.perf_counter()
+    for path in home.rglob("*.jsonl"):
+        with path.open("rb") as f:
+            for line in f:
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    orjson.loads(line)
+    return time.perf_counter() - start
+
+
+def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, str]:
+    """Run `cmd`; (wall seconds, peak RSS of that process in MB, its output)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{out.decode()[-3000:]}")
+    return seconds, usage.ru_maxrss / 1024, out.decode(errors="replace")
+
+
+def branchboard_import(home: Path, tmp: Path, backend: str, n: int) -> tuple[float, float, str]:
+    data = tmp / f"bb-data-{backend}-{n}"
+    data.mkdir()
+    with fresh_database(backend, data, PG_URL, PG_BENCH_DB) as env:
+        env["HOME"] = str(home)
+        env.pop("BRANCHBOARD_ROOTS", None)
+        # Migrations are the same for any corpus: made first, outside the timed command.
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v", "0"], env=env, cwd=ROOT, check=True
+        )
+        cmd = [sys.executable, "manage.py", "import_sessions", "--no-progress"]
+        result = timed(cmd, env, ROOT)
+    shutil.rmtree(data, ignore_errors=True)
+    return result
+
+
+def agentsview_sync(binary: str, home: Path, tmp: Path, n: int) -> tuple[float, float, str]:
+    """agentsview's one-shot offline sync on its own fresh data folder, the same sessions."""
+    data = home / ".agentsview"
+    shutil.rmtree(data, ignore_errors=True)
+    env = dict(os.environ, HOME=str(home), AGENTSVIEW_NO_DAEMON="1")
+    result = timed([binary, "sync"], env, tmp)
+    shutil.rmtree(data, ignore_errors=True)
+    return result
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def first_page(home: Path, tmp: Path, deadline: float) -> tuple[float | None, float | None]:
+    """`make run` on a fresh data folder: (seconds to the first page, seconds to the import).
+
+    The import is whole when `/api/import-status` (if the app has it) says so, else when
+    the first page answers (the import ran before the server).
+    """
+    data = tmp / "run-data"
+    port = _free_port()
+    env = dict(os.environ, HOME=str(home), BRANCHBOARD_DATA_DIR=str(data), PORT=str(port))
+    env.pop("BRANCHBOARD_ROOTS", None)
+    env.pop("DATABASE_URL", None)
+    # The venv exists already; `make run` would only check it.
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        ["make", "-s", "run", f"PORT={port}"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    page = whole = None
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        while time.perf_counter() - start < deadline:
+            if page is None and _answers(url):
+                page = time.perf_counter() - start
+            if page is not None:
+                status = _import_status(f"http://127.0.0.1:{port}/import-status.json")
+                if status is None or status:
+                    whole = time.perf_counter() - start
+                    break
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        shutil.rmtree(data, ignore_errors=True)
+    return page, whole
+
+
+def _import_status(url: str) -> bool | None:
+    """Whether the background import is whole; None if the app does not say."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(orjson.loads(response.read()).get("whole"))
+    except urllib.error.HTTPError as exc:
+        return None if exc.code == 404 else False
+    except (urllib.error.URLError, OSError, orjson.JSONDecodeError):
+        return False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-mb", type=float, default=99.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--postgres", action="store_true", help="also import into PostgreSQL")
+    parser.add_argument("--agentsview", default=shutil.which("agentsview"))
+    parser.add_argument("--no-first-page", action="store_true")
+    parser.add_argument("--tmpdir", default=None)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-whole-", dir=args.tmpdir))
+    try:
+        home, files, written = make_home(tmp, args.size_mb)
+        mb = written / MB
+        print(f"corpus: {files} session files, {mb:.1f} MB (in {home})")
+        base = min(baseline_seconds(home) for _ in range(2))
+        print(f"baseline read + orjson.loads: {base:.2f} s ({mb / base:.0f} MB/s)")
+
+        rows: list[tuple[str, list[float], list[float]]] = []
+        backends = ["sqlite", "postgresql"] if args.postgres else ["sqlite"]
+        for n in range(args.repeat):
+            for backend in backends:
+                seconds, rss, out = branchboard_import(home, tmp, backend, n)
+                if n == 0:
+                    print(f"branchboard import_sessions ({backend}) said:")
+                    print("  " + "\n  ".join(out.strip().splitlines()[-6:]))
+                _add(rows, f"branchboard import_sessions, {backend}", seconds, rss)
+            if args.agentsview:
+                seconds, rss, out = agentsview_sync(args.agentsview, home, tmp, n)
+                if n == 0:
+                    print("agentsview sync said: " + " / ".join(out.strip().splitlines()[-3:]))
+                _add(rows, "agentsview 0.46.1 sync (SQLite)", seconds, rss)
+        if not args.agentsview:
+            print("agentsview: not on this machine (pip install agentsview==0.46.1), not compared")
+
+        print()
+        print(
+            f"{'whole import':44} {'median s':>9} {'min s':>7} {'max s':>7} {'MB/s':>6} "
+            f"{'x baseline':>10} {'peak MB':>8}"
+        )
+        medians: dict[str, float] = {}
+        for name, times, rss in rows:
+            med = statistics.median(times)
+            medians[name] = med
+            print(
+                f"{name:44} {med:9.2f} {min(times):7.2f} {max(times):7.2f} {mb / med:6.1f} "
+                f"{med / base:10.1f} {max(rss):8.0f}"
+            )
+        peer = medians.get("agentsview 0.46.1 sync (SQLite)")
+        if peer:
+            for backend in backends:
+                ours = medians[f"branchboard import_sessions, {backend}"]
+                print(
+                    f"whole import vs agentsview ({backend}): {peer / ours:.2f}x as fast "
+                    f"(target >= 1, goal 2)"
+                )
+
+        if not args.no_first_page:
+            page, whole = first_page(home, tmp, deadline=600)
+            if page is None:
+                print("make run first page: no answer within 600 s")
+            else:
+                met = "met" if page <= FIRST_PAGE_TARGET else "NOT met"
+                print(
+                    f"make run first page: {page:.2f} s (target <= {FIRST_PAGE_TARGET:.0f} s: "
+                    f"{met}); import whole after {whole if whole is None else round(whole, 2)} s"
+                )
+    finally:
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _add(rows: list[tuple[str, list[float], list[float]]], name: str, s: float, rss: float) -> None:
+    for row_name, times, peaks in rows:
+        if row_name == name:
+            times.append(s)
+            peaks.append(rss)
+            return
+    rows.append((name, [s], [rss]))
+
+
+if __name__ == "__main__":
+    main()
