@@ -62,28 +62,44 @@ def search_query(params: QueryDict) -> SearchQuery:
     return query
 
 
+def session_url(session: Session) -> str:
+    """Where a session's hits are shown: its transcript, or a subagent's own page (else
+    its owner's); never the placeholder id an owner-less subagent file gets."""
+    if session.is_subagent:
+        agent_id = agent_id_of(session)
+        if session.owner_session_id and AGENT_ID_RE.match(agent_id):
+            return reverse("sessions:subagent", args=[session.owner_session_id, agent_id])
+        if session.owner_session_id:
+            return reverse("sessions:session_detail", args=[session.owner_session_id])
+    return reverse("sessions:session_detail", args=[session.session_id])
+
+
 def hit_url(session: Session, hit: Hit, q: str) -> str:
     """Where a hit is shown: its turn in the transcript (or its branch), the match marked."""
-    if session.is_subagent and session.owner_session_id:
-        # A subagent's transcript from its own file, on its own page (else its owner's).
-        agent_id = agent_id_of(session)
-        if AGENT_ID_RE.match(agent_id):
-            base = reverse("sessions:subagent", args=[session.owner_session_id, agent_id])
-        else:
-            base = reverse("sessions:session_detail", args=[session.owner_session_id])
+    base = session_url(session)
+    if session.is_subagent:
         return f"{base}?{urlencode({'hl': q})}"
-    base = reverse("sessions:session_detail", args=[session.session_id])
     params: dict[str, str | int] = {}
     anchor = ""
-    if not hit.active and hit.turn is None:
+    turn = hit.turn
+    if hit.sidechain and turn is None:
+        # An inline subagent sits in the turn of the call that started it.
+        turn = _turn_before(session, hit.line)
+    if turn:
+        params["after"] = turn - 1
+        anchor = f"#turn-{turn}"
+    elif not hit.active:
         leaf = _abandoned_leaf(session, hit.line)
         if leaf:
             params["leaf"] = leaf
-    elif hit.turn:
-        params["after"] = hit.turn - 1
-        anchor = f"#turn-{hit.turn}"
     params["hl"] = q
     return f"{base}?{urlencode(params)}{anchor}"
+
+
+def _turn_before(session: Session, line: int) -> int | None:
+    """The turn of the nearest numbered record before `line` on the active branch."""
+    before = session.records.filter(line__lt=line, active=True, turn__isnull=False)
+    return before.order_by("-line").values_list("turn", flat=True).first()
 
 
 def _abandoned_leaf(session: Session, line: int) -> str:
@@ -125,6 +141,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
     if not error and query.text:
         results = search(query)
         for group in results.groups:
+            group.url = session_url(group.session)
             for hit in group.hits:
                 hit.url = hit_url(group.session, hit, query.text)
     scoped = None

@@ -123,7 +123,7 @@ def test_every_term_must_occur(indexed: Path) -> None:
     assert WEBAPP not in found("subtract xyzzy_nowhere")
 
 
-def test_abandoned_branches_and_subagents_only_when_asked(indexed: Path) -> None:
+def test_abandoned_branches_only_when_asked_subagents_always(indexed: Path) -> None:
     forks_tree = Session.objects.get(path__endswith=FORKS_TREE.split("/")[-1])
     sid = str(forks_tree.session_id)
     assert sid not in found("one more prompt in the branch")
@@ -131,7 +131,7 @@ def test_abandoned_branches_and_subagents_only_when_asked(indexed: Path) -> None
     assert hits[0].active is False
     # A subagent's records carry its owner's session id: told apart by their rows.
     subagent = Session.objects.get(path__contains="agent-a0751b2961eeab05e")
-    assert subagent.pk not in found_pks("List files and report")
+    assert subagent.pk in found_pks("List files and report")
     assert subagent.pk in found_pks("List files and report", everything=True)
 
 

@@ -41,7 +41,7 @@ class SearchQuery:
     agent: str = ""
     since: date | None = None
     until: date | None = None
-    everything: bool = False  # abandoned branches and subagents too
+    everything: bool = False  # abandoned branches too (subagents are always searched)
     session: int | None = None  # only in this session (pk)
 
     @property
@@ -61,6 +61,7 @@ class Hit:
     part: str = ""
     snippet: str = ""
     marks: list[tuple[int, int]] = field(default_factory=list)
+    sidechain: bool = False  # a subagent's record inline in its owner's file
     also_in: int = 0  # other sessions holding the same text (forks)
     url: str = ""  # where it is shown (set by the page)
 
@@ -111,10 +112,10 @@ def search(query: SearchQuery) -> SearchResults:
     results.truncated = len(rows) >= ROW_LIMIT
     seen: dict[int, Hit] = {}
     order: list[int] = []
-    for session_pk, line, text_id, turn, active, kind in rows:
+    for session_pk, line, text_id, turn, active, kind, sidechain in rows:
         if text_id in seen:
             continue
-        seen[text_id] = Hit(session_pk, line, turn, bool(active), kind)
+        seen[text_id] = Hit(session_pk, line, turn, bool(active), kind, sidechain=bool(sidechain))
         order.append(text_id)
     results.texts = len(order)
     groups: dict[int, list[int]] = {}
@@ -139,7 +140,9 @@ def _ranked_rows(query: SearchQuery, terms: list[str]) -> tuple[list[tuple], boo
     where: list[str] = []
     params: list = []
     if not query.everything and query.session is None:
-        where.append("(r.active OR r.kind = %s) AND NOT r.sidechain AND NOT s.is_subagent")
+        # A subagent's work is part of its session, in its own file or inline; what an
+        # in-CLI rewind abandoned is searched only when asked for.
+        where.append("(r.active OR r.kind = %s OR r.sidechain OR s.is_subagent)")
         params.append(TITLE)
     if query.project is not None:
         where.append("s.project_id = %s")
@@ -157,7 +160,7 @@ def _ranked_rows(query: SearchQuery, terms: list[str]) -> tuple[list[tuple], boo
         where.append('r."timestamp" < %s')
         params.append(_day_start(query.until + timedelta(days=1)))
     filters = "".join(f" AND {w}" for w in where)
-    columns = "r.session_id, r.line, r.search_text_id, r.turn, r.active, r.kind"
+    columns = "r.session_id, r.line, r.search_text_id, r.turn, r.active, r.kind, r.sidechain"
     if connection.vendor == "postgresql":
         return _postgres_rows(terms, columns, filters, params), False
     match = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
