@@ -293,6 +293,47 @@ def test_nothing_is_written_through_a_link_or_outside_the_worktree(
     assert any(s.startswith("../../escape.txt: outside") for s in made.restored.skipped)
 
 
+def test_git_folders_anywhere_and_the_marker_are_never_restored(tmp_path: Path, repo: Path) -> None:
+    # A nested `.git` planted in the worktree would make its folder a repository whose
+    # config and hooks git obeys there: backups never write one, at any depth.
+    root = tmp_path / "claude" / "projects"
+    sid = str(uuid.uuid4())
+    p1, p2 = str(uuid.uuid4()), str(uuid.uuid4())
+    user1 = user_record("one", sid=sid, cwd=str(repo))
+    user1["uuid"] = p1
+    answer1 = assistant_record("a", sid=sid, parent=p1, cwd=str(repo))
+    user2 = user_record("two", sid=sid, parent=answer1["uuid"], cwd=str(repo))
+    user2["uuid"] = p2
+    answer2 = assistant_record("b", sid=sid, parent=p2, cwd=str(repo))
+    files = {
+        "sub/.git/hooks/post-checkout": ("hook@v2", 2),
+        "sub/.git": ("hook@v2", 2),
+        ".branchboard-worktree.json": ("hook@v2", 2),
+        "sub/ok.txt": ("hook@v2", 2),
+    }
+    records = [snapshot(p1, {}), user1, answer1, snapshot(p2, files), user2, answer2]
+    folder = root / agent_for("claude").project_folder_name(str(repo))
+    folder.mkdir(parents=True)
+    (folder / f"{sid}.jsonl").write_bytes(jsonl(records))
+    history = root.parent / "file-history" / sid
+    history.mkdir(parents=True)
+    (history / "hook@v2").write_text("#!/bin/sh\necho planted\n")
+    assert not sessions_import(roots=[root]).errors
+    session = Session.objects.get(session_id=sid)
+
+    made = worktree_fork(session=session, turn=1, slug="no-git", with_files=True)
+
+    path = made.plan.path
+    assert made.restored is not None and made.restored.restored == ["sub/ok.txt"]
+    assert not (path / "sub" / ".git").exists()
+    assert orjson.loads((path / ".branchboard-worktree.json").read_bytes())["tool"] == "branchboard"
+    assert sorted(made.restored.skipped) == [
+        ".branchboard-worktree.json: git's or branchboard's own file; never restored",
+        "sub/.git/hooks/post-checkout: git's or branchboard's own file; never restored",
+        "sub/.git: git's or branchboard's own file; never restored",
+    ]
+
+
 def test_backups_of_a_fork_are_found_under_the_session_it_was_forked_from(
     story: Story, repo: Path
 ) -> None:

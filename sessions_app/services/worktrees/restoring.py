@@ -7,7 +7,8 @@ through the index, and writes each file into the new worktree: only below the
 worktree, never through a link, each file written whole (a temporary file renamed
 into place). A file the point in time did not have is removed from the worktree.
 A file outside the repository, or whose backup is missing, is listed, not
-guessed. Nothing outside the new worktree is written.
+guessed. Nothing outside the new worktree is written, and no `.git` (at any depth) nor
+the dashboard's marker inside it.
 """
 
 from __future__ import annotations
@@ -148,6 +149,11 @@ def restore_files(session: Session, plan: WorktreePlan, state: State, point: str
             done.skipped.append(f"{tracked}: outside the repository")
             continue
         shown = str(relative)
+        if ".git" in relative.parts or relative.parts[0] == MARKER:
+            # A `.git` at any depth would make a folder a repository whose config and
+            # hooks git obeys there; the marker says who made the worktree.
+            done.skipped.append(f"{shown}: git's or branchboard's own file; never restored")
+            continue
         if backup is None:
             done.no_backup.append(shown)
             continue
@@ -168,7 +174,7 @@ def _in_repository(
         relative = PurePosixPath(absolute)
         if relative.is_relative_to(top) and relative != PurePosixPath(top):
             inside = relative.relative_to(top)
-            if ".." not in inside.parts and inside.parts[0] not in (".git", MARKER):
+            if ".." not in inside.parts:
                 return inside
     return None
 
