@@ -124,7 +124,8 @@ def worktree_remove(
         # One --force: changes (confirmed above) go; a worktree locked with `git worktree
         # lock` stays refused.
         force = ["--force"] if found.dirty else []
-        git.git("worktree", "remove", *force, str(path), cwd=top)
+        # The path as git lists it, not as given: the one checked above.
+        git.git("worktree", "remove", *force, str(entry.path), cwd=top)
     except GitError as exc:
         raise WorktreeError(f"{exc}; nothing was removed") from None
     deleted, unique = False, 0
