@@ -1,5 +1,5 @@
 # The two commands: `make run` serves the dashboard, `make test` runs every check.
-.PHONY: run test test-fast checks property lint format bench venv
+.PHONY: run test test-fast checks property lint format bench bench-tools venv
 
 PORT ?= 8000
 PY := .venv/bin/python
@@ -46,5 +46,12 @@ format: venv
 
 # Every bench of issue 12's table, then one summary table (15-25 minutes on 2 cores);
 # `make bench BENCH_ARGS=--quick` runs them at small sizes in 3-5 minutes.
-bench: venv
+bench: venv bench-tools
 	$(PY) bench/run_all.py $(BENCH_ARGS)
+
+# The nearest peer, run beside the whole import on the same corpus (a Go binary from PyPI);
+# the bench says so and goes on without it when it cannot be installed.
+bench-tools:
+	@test -x .cache/bench-tools/bin/agentsview || { python3 -m venv .cache/bench-tools && \
+		.cache/bench-tools/bin/pip install --quiet agentsview==0.46.1; } || \
+		echo "bench: agentsview could not be installed; the whole import is measured alone"

@@ -186,12 +186,18 @@ def _import_status(url: str) -> bool | None:
         return False
 
 
+def _agentsview() -> str | None:
+    """agentsview on PATH, else the copy `make bench` installs in .cache/bench-tools."""
+    kept = ROOT / ".cache" / "bench-tools" / "bin" / "agentsview"
+    return shutil.which("agentsview") or (str(kept) if kept.exists() else None)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=float, default=99.0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--postgres", action="store_true", help="also import into PostgreSQL")
-    parser.add_argument("--agentsview", default=shutil.which("agentsview"))
+    parser.add_argument("--agentsview", default=_agentsview())
     parser.add_argument("--no-first-page", action="store_true")
     parser.add_argument("--tmpdir", default=None)
     parser.add_argument("--keep", action="store_true")

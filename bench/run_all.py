@@ -57,6 +57,12 @@ BENCHES = [
     Bench("fork", "bench_fork.py", ["--sizes", "3,30,300"], ["--sizes", "3,30"]),
     Bench("pages", "bench_pages.py", [], ["--turns", "500", "--sessions", "1000"]),
     Bench("scale", "bench_scale.py", ["--json"], ["--size-mb", "30", "--json"]),
+    Bench(
+        "whole",
+        "bench_whole.py",
+        ["--size-mb", "99", "--repeat", "3", "--postgres"],
+        ["--size-mb", "20", "--repeat", "1"],
+    ),
 ]
 
 
@@ -363,7 +369,34 @@ def parse_scale(text: str) -> dict[str, Any] | None:
     return None
 
 
+def parse_whole(text: str) -> dict[str, Any] | None:
+    """bench_whole: the whole command beside agentsview, and make run's first page."""
+    base = re.search(rf"baseline read \+ orjson\.loads: {NUM} s \({NUM} MB/s\)", text)
+    if not base:
+        return None
+    rows = {}
+    for m in re.finditer(
+        rf"^(branchboard import_sessions, \w+|agentsview[^\n]*?\(SQLite\))\s+{NUM}\s+{NUM}\s+"
+        rf"{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s*$",
+        text,
+        re.M,
+    ):
+        rows[m.group(1)] = {
+            "median": float(m.group(2)),
+            "rate": float(m.group(5)),
+            "peak": float(m.group(7)),
+        }
+    page = re.search(rf"make run first page: {NUM} s", text)
+    return {
+        "baseline_s": float(base.group(1)),
+        "baseline_rate": float(base.group(2)),
+        "rows": rows,
+        "first_page": float(page.group(1)) if page else None,
+    }
+
+
 PARSERS: dict[str, Callable[[str], dict[str, Any] | None]] = {
+    "whole": parse_whole,
     "import": parse_import,
     "append": parse_append,
     "fork": parse_fork,
@@ -561,6 +594,34 @@ def summary(benches: dict[str, Bench]) -> list[tuple[str, str, str, str, str]]:
         )
     else:
         absent("scale", "scale: 1 GB into PostgreSQL: rate, size per MB, pages")
+    whole = parsed.get("whole")
+    if whole and whole["rows"]:
+        peer = next((r for name, r in whole["rows"].items() if name.startswith("agentsview")), None)
+        for name, r in whole["rows"].items():
+            rows.append(
+                (
+                    f"whole import (records, search, usage): {name}",
+                    f"{r['median']:.2f} s, {r['peak']:.0f} MB peak",
+                    f"read + loads {whole['baseline_s']:.2f} s"
+                    + (f"; agentsview {peer['median']:.2f} s" if peer else ""),
+                    f"{peer['median'] / r['median']:.2f}x agentsview's speed"
+                    if peer and not name.startswith("agentsview")
+                    else "",
+                    ">= 1x agentsview (goal 2x)" if not name.startswith("agentsview") else "",
+                )
+            )
+        if whole["first_page"] is not None:
+            rows.append(
+                (
+                    "make run on a fresh data folder: its first page",
+                    f"{whole['first_page']:.2f} s",
+                    "",
+                    "",
+                    "<= 5 s, any corpus",
+                )
+            )
+    else:
+        absent("whole", "whole import vs agentsview; make run's first page")
     for name, result in parsed.items():
         if result is None and benches[name].status == "ok":
             benches[name].parsed.add("unreadable")
