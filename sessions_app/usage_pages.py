@@ -18,7 +18,13 @@ from django.views.decorators.http import require_safe
 from .formats import REGISTRY
 from .models import Project
 from .rendering.charts import Bar, horizontal_bars
-from .selectors.usage import Totals, turn_usage, usage_by_day, usage_by_model, usage_by_project
+from .selectors.usage import (
+    Totals,
+    session_usage_parts,
+    usage_by_day,
+    usage_by_model,
+    usage_by_project,
+)
 from .templatetags.numbers import usd
 from .usage_charts import usage_context
 from .views import session_or_404
@@ -134,7 +140,10 @@ def _csv(name: str, header: list[str], rows: Iterable[list]) -> StreamingHttpRes
         for row in rows:
             # A cell a spreadsheet would run as a formula is quoted as text.
             yield writer.writerow(
-                [f"'{v}" if isinstance(v, str) and v[:1] in "=+-@\t\r" else v for v in row]
+                [
+                    f"'{v}" if isinstance(v, str) and v[:1] and v[:1] in "=+-@\t\r" else v
+                    for v in row
+                ]
             )
 
     response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
@@ -179,7 +188,14 @@ def usage_csv(request: HttpRequest) -> HttpResponseBase:
 
 @require_safe
 def session_usage_csv(request: HttpRequest, session_id: uuid.UUID) -> HttpResponseBase:
-    """`/sessions/<id>/usage.csv`: the active branch's usage per turn."""
+    """`/sessions/<id>/usage.csv`: the whole session's usage, each row saying where it belongs.
+
+    Each turn of the active branch, then abandoned branches, inline sidechains and each
+    subagent: together the session's usage as its page shows it, each message once.
+    """
     session = session_or_404(session_id)
-    rows = ([n, *_values(t)] for n, t in turn_usage(session))
-    return _csv(f"usage-{session.session_id}.csv", ["turn", *COLUMNS], rows)
+    rows = (
+        [p.part, "" if p.turn is None else p.turn, *_values(p.totals)]
+        for p in session_usage_parts(session)
+    )
+    return _csv(f"usage-{session.session_id}.csv", ["part", "turn", *COLUMNS], rows)

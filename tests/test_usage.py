@@ -230,7 +230,9 @@ def test_the_pages_show_charts_with_their_numbers_and_csv(tmp_path: Path, client
     assert "2026-03-01,claude-sonnet-4-5-20250929,200,30,2000,10000,800,2," in csv
     turns = client.get(f"/sessions/{session.session_id}/usage.csv")
     rows = b"".join(turns.streaming_content).decode().splitlines()
-    assert rows[1].startswith("1,100,10,") and rows[2].startswith("2,100,20,")
+    assert rows[0].startswith("part,turn,input_tokens")
+    assert rows[1].startswith("active branch,1,100,10,")
+    assert rows[2].startswith("active branch,2,100,20,")
     assert client.get("/usage.csv", {"by": "nothing"}).status_code == 400
     page = client.get(f"/sessions/{session.session_id}/lineage/").content.decode()
     assert 'id="family-usage"' in page and "Family total" in page

@@ -6,6 +6,12 @@ so the largest count of each kind is the message's), or, where the CLI keeps no
 message id (Qwen Code), the record's uuid. A fork copies records with their ids
 and uuids, so the same message has the same key in every session of a family.
 
+Older Claude Code releases also copy each API message of a running subagent into
+the parent's file, nested in a `progress` record (`data.type: agent_progress`,
+the assistant message in `data.message`); for a subagent with no file of its own
+that copy is the only record of it. It counts under the same key, so a message
+that the subagent's file holds as well is still one message.
+
 Token kinds: `input` (not from the cache), `output` (thinking included),
 `cache_write` (written to the prompt cache; `cache_write_1h` says how many of
 those were kept for an hour, at a dearer rate) and `cache_read` (read from it).
@@ -28,6 +34,7 @@ class MessageUsage(NamedTuple):
     cache_write: int
     cache_read: int
     cache_write_1h: int = 0  # of cache_write: written for an hour (a dearer rate)
+    agent: str = ""  # the subagent's id, when the record is the parent's copy (progress)
 
     def merged(self, other: MessageUsage) -> MessageUsage:
         """The same message seen again: the larger count of each kind (streaming grows them)."""
@@ -39,6 +46,7 @@ class MessageUsage(NamedTuple):
             max(self.cache_write, other.cache_write),
             max(self.cache_read, other.cache_read),
             max(self.cache_write_1h, other.cache_write_1h),
+            self.agent or other.agent,
         )
 
     @property
@@ -58,7 +66,28 @@ def _text(value: Any, limit: int) -> str:
 
 
 def claude_usage(data: dict[str, Any]) -> MessageUsage | None:
-    """An assistant record's usage, keyed by its message id (else its uuid); None without one."""
+    """An assistant record's usage, keyed by its message id (else its uuid); None without one.
+
+    A `progress` record carrying a subagent's assistant message is that message's usage.
+    """
+    if data.get("type") == "progress":
+        return _progress_usage(data)
+    return _message_usage(data)
+
+
+def _progress_usage(data: dict[str, Any]) -> MessageUsage | None:
+    progress = data.get("data")
+    if not isinstance(progress, dict) or progress.get("type") != "agent_progress":
+        return None
+    inner = progress.get("message")
+    if not isinstance(inner, dict) or inner.get("type") != "assistant":
+        return None
+    usage = _message_usage(inner)
+    agent = _text(progress.get("agentId"), KEY_LIMIT)
+    return usage._replace(agent=agent or "?") if usage is not None else None
+
+
+def _message_usage(data: dict[str, Any]) -> MessageUsage | None:
     message = data.get("message")
     if not isinstance(message, dict) or not isinstance(message.get("usage"), dict):
         return None

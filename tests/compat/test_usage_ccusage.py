@@ -7,6 +7,11 @@ records lack one (files the real CLI wrote against the test's fake model), ccusa
 counts some records of a streamed or copied message again; there the test checks
 ours against each message counted once, straight from the files, and that
 ccusage's figure lies between that and the sum of every record.
+
+ccusage also counts a subagent's messages that older releases kept only in the
+parent's `agent_progress` records (deduplicated by message id and request id,
+like every other message): with the subagent's own file taken away, both tools
+still agree on that day.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from tests.compat.clis import CompatError, ensure_ccusage
 from tests.corpus import CLAUDE_ROOTS, FIXTURES
 
 pytestmark = [pytest.mark.compat, pytest.mark.django_db]
+FIXTURE_SESSION = "4d5611e5-241a-462a-8d15-5122611a9569"
 KINDS = ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens")
 
 
@@ -126,3 +132,32 @@ def test_daily_usage_agrees_with_ccusage(ccusage: Path, tmp_path: Path) -> None:
         assert abs(mine.cost - Decimal(str(their["totalCost"]))) < Decimal("0.0001"), day
         agreed += 1
     assert agreed >= 6, "most days of the corpus are compared exactly"
+
+
+SPOTTER = "public/claude/-home-USER-projects-spotter-worktrees-spotter-dov"
+
+
+def test_a_subagent_only_in_progress_records_is_counted_as_ccusage_counts_it(
+    ccusage: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "claude-config"
+    folder = config / "projects" / Path(SPOTTER).name
+    folder.mkdir(parents=True)
+    # The session file alone: its subagent left no file of its own (older releases).
+    for path in (FIXTURES / SPOTTER).glob("*.jsonl"):
+        shutil.copy2(path, folder / path.name)
+    theirs = _ccusage_daily(ccusage, config)
+    sessions_import(roots=[config / "projects"])
+    assert not usage_refresh().errors
+    ours = {str(day.day): day.total for day in usage_by_day(agent="claude")}
+    assert set(ours) == set(theirs) == {"2026-02-12"}
+    mine, their = ours["2026-02-12"], theirs["2026-02-12"]
+    assert [mine.input, mine.output, mine.cache_write, mine.cache_read] == [their[k] for k in KINDS]
+    assert abs(mine.cost - Decimal(str(their["totalCost"]))) < Decimal("0.0001")
+    # The subagent's 11 messages are among them, each once.
+    progress_only = {
+        orjson.loads(line)["data"]["message"]["message"]["id"]
+        for line in (folder / f"{FIXTURE_SESSION}.jsonl").read_bytes().splitlines()
+        if b'"agent_progress"' in line and b'"usage"' in line
+    }
+    assert len(progress_only) == 11

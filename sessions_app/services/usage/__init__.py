@@ -1,6 +1,7 @@
 """Usage kept up to date after each import: the only writer of `Usage` rows.
 
-`usage_refresh` reads the assistant records of every session beyond its
+`usage_refresh` reads the assistant records (and the progress records that may
+carry a subagent's messages, `formats.usage`) of every session beyond its
 `usage_lines` (each checked against the index: length and CRC-32) and keeps one
 row per API message of the session (`formats.usage`: the message's key, its
 model, and the largest count of each kind its records carry). A message whose
@@ -18,10 +19,11 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Min
 from zlib_ng.zlib_ng import crc32
 
-from ...formats import ASSISTANT, agent_for
+from ...formats import ASSISTANT, PROGRESS, agent_for
 from ...formats.common import load
 from ...formats.usage import MessageUsage
 from ...models import Record, Session, Usage
+from ..import_status import CatchUp
 from ..roots import UnsafePath, open_regular
 
 SLICE_LINES = 20_000
@@ -43,13 +45,21 @@ class _Behind(Exception):
     """A line is not what the index says: the import has to catch up first."""
 
 
-def usage_refresh(*, session_ids: Iterable[int] | None = None) -> UsageReport:
-    """Count the usage of every session's lines not counted yet; problems reported, never fatal."""
+def usage_refresh(
+    *, session_ids: Iterable[int] | None = None, progress: CatchUp | None = None
+) -> UsageReport:
+    """Count the usage of every session's lines not counted yet; problems reported, never fatal.
+
+    `progress(done, total)` is told how many of the sessions behind are done.
+    """
     report = UsageReport()
     behind = Session.objects.filter(usage_lines__lt=F("line_count")).select_related("project")
     if session_ids is not None:
         behind = behind.filter(pk__in=list(session_ids))
-    for session in behind.order_by("pk").iterator(chunk_size=500):
+    total = behind.count() if progress is not None else 0
+    for done, session in enumerate(behind.order_by("pk").iterator(chunk_size=500)):
+        if progress is not None:
+            progress(done, total)
         try:
             counted = False
             while True:
@@ -71,6 +81,8 @@ def usage_refresh(*, session_ids: Iterable[int] | None = None) -> UsageReport:
             report.errors.append(
                 f"{session.path}: usage not counted yet ({exc}); tried again later"
             )
+    if progress is not None:
+        progress(total, total)
     return report
 
 
@@ -104,18 +116,22 @@ def _slice(session: Session, report: UsageReport) -> tuple[bool, int]:
     low, count = state
     high = min(count, low + SLICE_LINES)
     rows = (
-        Record.objects.filter(session=session, line__gte=low, line__lt=high, kind=ASSISTANT)
+        Record.objects.filter(
+            session=session, line__gte=low, line__lt=high, kind__in=(ASSISTANT, PROGRESS)
+        )
         .order_by("line")
-        .values_list("line", "offset", "length", "digest", "timestamp")
+        .values_list("line", "offset", "length", "digest", "timestamp", "kind")
     )
     usage_of = agent_for(session.agent).usage_of
     found: dict[str, tuple[int, datetime | None, MessageUsage]] = {}
     with open_regular(session.path, root=session.project.root) as f:
-        for line, offset, length, digest, at in rows.iterator(chunk_size=2000):
+        for line, offset, length, digest, at, kind in rows.iterator(chunk_size=2000):
             f.seek(offset)
             raw = f.read(length)
             if len(raw) != length or crc32(raw) != digest:
                 raise _Behind
+            if kind == PROGRESS and b'"agent_progress"' not in raw:
+                continue  # hook and command output: most progress records, and no usage
             data = load(raw)
             usage = usage_of(data) if isinstance(data, dict) else None
             if usage is None:
