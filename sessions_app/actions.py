@@ -27,6 +27,7 @@ from .services.audit import PAGE, actor_of_request, audit_record
 from .services.branching import (
     BranchError,
     session_rewind,
+    session_rewind_check,
     session_rewind_undo,
 )
 from .services.branching.inputs import fork_input, rewind_input
@@ -71,7 +72,7 @@ def fork(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
             turn=request.POST.get("turn"),
             include_turn=request.POST.get("mode") != "before",
             title=request.POST.get("title", "").strip() or None,
-            leaf=request.POST.get("leaf") or None,
+            leaf=request.POST.get("leaf"),  # present but empty is refused, not a branch
         )
         if asked.fresh_start:
             return _fresh_start(request, session)
@@ -126,6 +127,7 @@ def rewind(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     try:
         turn = rewind_input(turn=form.get("turn"))
         if request.method == "GET":
+            session_rewind_check(session=session, turn=turn)
             leaving = session.turn_count - turn + 1
             context = {"session": session, "turn": turn, "leaving": leaving}
             return render(request, "sessions_app/rewind_confirm.html", context)

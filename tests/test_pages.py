@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 import uuid
+from html import unescape
 from pathlib import Path
 
 import pytest
 
 from sessions_app.models import Project, Session
-from sessions_app.services.branching import session_fork
+from sessions_app.services.branching import InvalidTurn, session_fork, session_rewind
 from sessions_app.services.importing import sessions_import
 
 from .factories import write_evil_session
@@ -196,3 +197,20 @@ def test_sessions_without_a_prompt_are_listed_apart_and_offer_nothing_to_resume(
     webapp = "d62afd75-12b1-4077-921c-1fa1eda79364"
     full = body(client.get(f"/sessions/{webapp}/"))
     assert f'data-copy="{webapp}"' in full  # a copy button for the id
+
+
+@pytest.mark.parametrize("turn", ["99", "4", "0", "1", "-3"])
+def test_the_rewind_confirmation_refuses_the_turns_the_rewind_refuses(
+    client, imported: Path, turn: str
+) -> None:
+    session = Session.objects.get(path=str(imported / WEBAPP))
+    with pytest.raises(InvalidTurn) as refused:
+        session_rewind(session=session, turn=int(turn))
+    words = str(refused.value)
+    url = f"/sessions/{session.session_id}/rewind/"
+    confirm = client.get(url, {"turn": turn})
+    posted = client.post(url, {"turn": turn}, **HX)
+    assert confirm.status_code == posted.status_code == 400
+    page = unescape(confirm.content.decode())
+    assert "<html" in page and words in page and "will leave this session" not in page
+    assert words in unescape(posted.content.decode())

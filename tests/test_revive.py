@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import Client
 
 from sessions_app.models import AuditEntry, Session
@@ -101,3 +102,25 @@ def test_the_page_command_and_api_bring_a_branch_back(
     )
     assert made.status_code == 201 and made.json()["turns"] == 3
     assert Session.objects.filter(kind=Session.Kind.REVIVED).count() == 3
+
+
+def test_an_empty_leaf_is_refused_at_every_door(imported: Path, client: Client, token: str) -> None:
+    source = tree(imported)
+    sessions = Session.objects.count()
+    words = "leaf must be the uuid of a record"
+    with pytest.raises(BranchError, match=words):
+        fork_input(leaf="")
+    page = client.post(f"/sessions/{source.session_id}/fork/", {"leaf": ""}, HTTP_HX_REQUEST="true")
+    assert page.status_code == 400 and words in page.content.decode()
+    api = client.post(
+        f"/api/sessions/{source.session_id}/fork",
+        data=orjson.dumps({"leaf": ""}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    assert api.status_code == 400 and words in api.json()["error"]
+    with pytest.raises(CommandError, match=words):
+        call_command("fork_session", str(source.session_id), "--leaf", "")
+    assert Session.objects.count() == sessions
+    # Without the field at all, the Branch button still branches the whole session.
+    assert client.post(f"/sessions/{source.session_id}/fork/").status_code == 302

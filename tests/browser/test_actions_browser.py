@@ -122,3 +122,23 @@ def test_rewind_refused_when_the_file_changed_after_the_page_loaded(
     expect(page.locator("#turn-error-2")).to_contain_text("changed on disk")
     assert path.read_bytes() == changed
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+def test_qwen_rewind_then_undo_draws_each_turn_once(
+    page: Page, live_server, session_root: Path
+) -> None:
+    source = Session.objects.get(path=str(session_root / QWEN))
+    page.goto(f"{live_server.url}/sessions/{source.session_id}/")
+    page.on("dialog", lambda d: d.accept())
+    page.locator("#turn-2 button.rewind-here").click()
+    expect(page.locator(".message")).to_contain_text("Rewound to turn 2")
+    expect(page.locator("article.turn")).to_have_count(1)
+    page.click("#undo-rewind")
+    expect(page.locator(".message")).to_contain_text("Rewind undone")
+    for _ in range(2):  # as the undo left it, then reloaded
+        expect(page.locator("article.turn")).to_have_count(3)
+        expect(page.locator(".turn-actions")).to_have_count(3)
+        expect(page.locator("#session-counts")).to_contain_text("3 ·")
+        ids = page.eval_on_selector_all("[id]", "els => els.map(e => e.id)")
+        assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+        page.reload()

@@ -11,7 +11,8 @@ from playwright.sync_api import Page, expect
 from sessions_app.models import Session
 from sessions_app.services.branching import session_fork
 from sessions_app.services.importing import sessions_import
-from tests.factories import write_evil_session
+from tests.factories import assistant_record, user_record, write_evil_session
+from tests.test_turn_cards import Turns
 
 from .conftest import shot
 
@@ -90,3 +91,27 @@ def test_script_and_javascript_links_in_a_transcript_run_nothing(
     page.wait_for_load_state()
     assert fail_on_dialog == []
     assert page.evaluate("typeof window.alert") == "function"
+
+
+def test_more_of_a_turn_draws_its_prompt_once(page: Page, live_server, session_root: Path) -> None:
+    # The first page fills up inside turn 6, just before the local command typed in it.
+    built = Turns()
+    for n in range(1, 6):
+        built.turn(n, 5_000)
+    built.turn(6, 9_900, 9_900)
+    built.add(user_record, "<command-name>/rate-limit-options</command-name>")
+    built.add(user_record, "<local-command-stdout>Waiting for the limit</local-command-stdout>")
+    built.add(assistant_record, "Carrying on with turn 6.")
+    built.turn(7, 100)
+    session = built.imported(session_root / "cli/claude")
+    page.goto(f"{live_server.url}/sessions/{session.session_id}/")
+    more = page.locator(".more a")
+    expect(more).to_have_text("More of turn 6")
+    more.scroll_into_view_if_needed()
+    expect(page.locator("#prompt-7")).to_be_attached()
+    expect(page.locator(".turn-continued, article.turn.continued")).to_have_count(1)
+    expect(page.locator("article.turn.continued")).to_contain_text("rate-limit-options")
+    assert page.locator("#prompt-6").count() == 1
+    assert page.locator(".turn-no").count() == 7
+    ids = page.eval_on_selector_all("[id]", "els => els.map(e => e.id)")
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)

@@ -60,6 +60,7 @@ __all__ = [
     "session_fork",
     "session_lookup",
     "session_rewind",
+    "session_rewind_check",
     "session_rewind_undo",
 ]
 
@@ -113,11 +114,16 @@ def session_fork(
         return fork(session, turn, include_turn, title, elsewhere, leaf=leaf)
 
 
+def session_rewind_check(*, session: Session, turn: int) -> None:
+    """The refusals a rewind to `turn` meets before it reads the file (its confirmation's)."""
+    check_paths(session)
+    check_turn(session, turn, lowest=2)
+
+
 def session_rewind(*, session: Session, turn: int) -> Session:
     """Rewind the session in place so that the CLI resumes after turn `turn - 1`."""
     with refusing_on_stale(session):
-        check_paths(session)
-        check_turn(session, turn, lowest=2)
+        session_rewind_check(session=session, turn=turn)
         check_readable(session)
         check_unchanged(session)
         check_not_busy(session)

@@ -65,8 +65,8 @@ def title_input(value: object) -> str | None:
 
 
 def leaf_input(value: object) -> str | None:
-    """The last record of an abandoned branch: a record uuid; None when absent."""
-    if value is None or value == "":
+    """The last record of an abandoned branch: a record uuid; None when absent (not empty)."""
+    if value is None:
         return None
     if not isinstance(value, str) or len(value) > 64 or not LEAF_RE.fullmatch(value):
         raise BranchError("leaf must be the uuid of a record (the end of an abandoned branch)")
