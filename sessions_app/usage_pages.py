@@ -26,6 +26,7 @@ from .selectors.usage import (
     usage_by_project,
 )
 from .templatetags.numbers import usd
+from .templatetags.project_labels import label_twins, project_label
 from .usage_charts import usage_context
 from .views import session_or_404
 
@@ -95,6 +96,12 @@ def _refused(request: HttpRequest, error: BadFilter) -> HttpResponse:
     )
 
 
+def _label(project: Project, twin: bool) -> str:
+    """A project's label, with its agent and folder name where another has the same label."""
+    label = project_label(project)
+    return f"{label} ({project.agent}, {project.name})" if twin else label
+
+
 def _values(t: Totals) -> list:
     priced = "yes" if t.priced else "no: " + ", ".join(sorted(t.unpriced))
     counts = [t.input, t.output, t.cache_write, t.cache_read, t.cache_write_1h, t.messages]
@@ -119,11 +126,13 @@ def usage_overview(request: HttpRequest) -> HttpResponse:
         ((projects[pk], t) for pk, t in per_project.items() if pk in projects),
         key=lambda pt: (-pt[1].cost, -pt[1].tokens),
     )
-    bars = [Bar(p.path or p.folder, {"cost": float(t.cost)}) for p, t in rows[:30]]
+    twins = label_twins(p for p, _ in rows)
+    bars = [Bar(_label(p, p.pk in twins), {"cost": float(t.cost)}) for p, t in rows[:30]]
     context["project_chart"] = horizontal_bars(
         bars, ["cost"], title="Cost per project (priced models)", fmt=lambda v: usd(v)
     )
     context["project_rows"] = rows
+    context["twins"] = twins
     context["chosen"] = chosen
     return render(request, "sessions_app/usage.html", context)
 
@@ -178,12 +187,13 @@ def usage_csv(request: HttpRequest) -> HttpResponseBase:
     if pk is not None:
         per = {k: v for k, v in per.items() if k == pk}
     projects = Project.objects.in_bulk(list(per))
+    # The agent and the CLI's folder tell apart two projects of one working folder.
     rows = (
-        [projects[p].path or projects[p].folder, *_values(t)]
+        [project_label(projects[p]), projects[p].agent, projects[p].folder, *_values(t)]
         for p, t in per.items()
         if p in projects
     )
-    return _csv("usage-by-project.csv", ["project", *COLUMNS], rows)
+    return _csv("usage-by-project.csv", ["project", "agent", "folder", *COLUMNS], rows)
 
 
 @require_safe
