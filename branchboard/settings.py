@@ -14,6 +14,7 @@ from django.utils.csp import CSP
 
 from sessions_app.data_folder import data_folder_message, data_folder_private
 from sessions_app.formats import agents
+from sessions_app.formats.running import PROMPT_LIMIT
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -291,8 +292,19 @@ if BEHIND_TLS:
         # owner of the domain decides (BRANCHBOARD_HSTS_PRELOAD=1), not a default.
         SILENCED_SYSTEM_CHECKS = ["security.W021"]
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-# Requests are small; a large body is a mistake or an attack.
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BRANCHBOARD_MAX_BODY", 256 * 1024)
+# Requests are small, but for a prompt sent to a run: the limit admits the longest
+# prompt the character limit admits, of 4-byte characters form-encoded (%XX x 4: 12
+# bytes each), plus the form's other fields. A larger body is a mistake or an attack.
+PROMPT_BODY = PROMPT_LIMIT * 12 + 64 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BRANCHBOARD_MAX_BODY", PROMPT_BODY)
+if DATA_UPLOAD_MAX_MEMORY_SIZE < PROMPT_BODY:
+    raise ImproperlyConfigured(
+        f"BRANCHBOARD_MAX_BODY={DATA_UPLOAD_MAX_MEMORY_SIZE} is too small for a prompt of "
+        f"{PROMPT_LIMIT:,} characters, the longest a run accepts: it needs at least "
+        f"{PROMPT_BODY} bytes (or leave it unset)"
+    )
+# The largest image (decoded) a transcript page shows: real screenshots are a few MB.
+BRANCHBOARD_MAX_IMAGE_BYTES = env_int("BRANCHBOARD_MAX_IMAGE_BYTES", 20 * 1024 * 1024)
 
 LOGGING = {
     "version": 1,

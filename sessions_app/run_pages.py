@@ -34,8 +34,15 @@ def _allowed(request: HtmxHttpRequest) -> None:
 
 
 def _panel(
-    request: HtmxHttpRequest, session: Session, run: Run | None, *, error: str = "", status=200
+    request: HtmxHttpRequest,
+    session: Session,
+    run: Run | None,
+    *,
+    error: str = "",
+    status: int = 200,
+    sent: dict[str, str] | None = None,
 ) -> HttpResponse:
+    """The run panel (a page saying why, without htmx, for a refusal); `sent` refills the form."""
     if run is None:
         run = session.runs.first()
         if run is not None:
@@ -46,13 +53,14 @@ def _panel(
         "run_error": error,
         "modes": MODES.values(),
         "run_here": bool(session.cwd) and os.path.isdir(session.cwd),
+        "sent": sent or {},
     }
     if request.htmx:
         template = "sessions_app/transcript.html#run-panel"
         return render(request, template, context, status=status)
     if error:
-        context["error"] = error
-        return render(request, "sessions_app/action_error.html", context, status=status)
+        # The refusal and the form as it was sent, to correct and send again.
+        return render(request, "sessions_app/run_refused.html", context, status=status)
     return redirect(reverse("sessions:session_detail", args=[session.session_id]) + "#run")
 
 
@@ -62,16 +70,13 @@ def start(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     _allowed(request)
     session = session_or_404(session_id)
     actor = actor_of_request(request, origin=PAGE)
+    sent = {name: request.POST.get(name, "") for name in ("prompt", "mode", "model")}
     try:
-        run = run_start(
-            session=session,
-            prompt=request.POST.get("prompt", ""),
-            mode=request.POST.get("mode", ""),
-            model=request.POST.get("model", ""),
-            actor=actor,
-        )
+        run = run_start(session=session, **sent, actor=actor)
     except BranchError as error:  # a RunError, or the session's file could not be read
-        return _panel(request, session, None, error=str(error), status=status_of(error))
+        # Whatever the refusal, the typed prompt comes back in the box.
+        status = status_of(error)
+        return _panel(request, session, None, error=str(error), status=status, sent=sent)
     mode = MODES[run.mode].label
     detail = f"{run.get_state_display()}; {mode}; {' '.join(run.command)}"
     audit_record(actor=actor, action="run", session=session, result=None, turn=None, detail=detail)

@@ -126,11 +126,12 @@ def test_a_folder_starting_with_a_dash_is_not_an_option_to_cd(tmp_path: Path) ->
 # -- 2. every API error is JSON --------------------------------------------------------
 
 
-def test_every_api_error_is_json(client, imported: Path, token: str) -> None:
+def test_every_api_error_is_json(client, imported: Path, token: str, settings) -> None:
     url = f"/api/sessions/{WEBAPP_ID}/fork"
     before = files(imported)
+    big = b"x" * settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     answers = {
-        "too big": post_api(client, url, token, b'{"title": "' + b"x" * 400_000 + b'"}'),
+        "too big": post_api(client, url, token, b'{"title": "' + big + b'"}'),
         "not JSON": post_api(client, url, token, b"{nope"),
         "not UTF-8": post_api(client, url, token, b'{"title": "\xff"}'),
         "GET fork": client.get(url, HTTP_AUTHORIZATION=f"Bearer {token}"),

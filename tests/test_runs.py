@@ -6,12 +6,14 @@ bookkeeping, with real processes where a process is needed.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
 import time
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlencode
 
 import orjson
 import pytest
@@ -310,3 +312,75 @@ def test_a_record_written_while_the_cli_prints_nothing_reaches_the_page(
         follower.join(timeout=15)
     assert not follower.is_alive()
     assert Run.objects.get().ended_at is not None
+
+
+# -- a long prompt in any script is accepted; a refused one keeps its text -------------
+
+CJK_PROMPT = "".join(chr(0x4E00 + i % 20_000) for i in range(30_000))  # 3 bytes each in UTF-8
+
+
+def test_a_long_cjk_prompt_under_the_character_limit_is_accepted(
+    client: Client, session: Session, settings
+) -> None:
+    settings.RUN_COMMANDS = {"claude": "true"}  # a command that exists and ends at once
+    # The form as htmx sends it: 30,000 characters are 270 KB form-encoded.
+    body = urlencode({"prompt": CJK_PROMPT, "mode": "plan"})
+    assert len(body) > 270_000
+    response = client.post(
+        f"/sessions/{session.session_id}/runs/",
+        body,
+        content_type="application/x-www-form-urlencoded",
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 200, response.content.decode()[:500]
+    assert Run.objects.get().prompt == CJK_PROMPT
+
+
+def test_the_byte_limit_admits_the_longest_prompt_of_four_byte_characters(settings) -> None:
+    from sessions_app.formats.running import PROMPT_LIMIT
+
+    # Form-encoded, a 4-byte character is %XX%XX%XX%XX: 12 bytes.
+    assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE >= PROMPT_LIMIT * 12
+
+
+def test_a_byte_limit_too_small_for_the_prompt_limit_is_refused_at_start(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    env.update(BRANCHBOARD_DATA_DIR=str(tmp_path), BRANCHBOARD_MAX_BODY=str(256 * 1024))
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "BRANCHBOARD_MAX_BODY=262144" in done.stderr and "100,000" in done.stderr, done.stderr
+
+
+def test_a_prompt_over_the_limit_is_refused_with_its_text_kept(
+    client: Client, session: Session
+) -> None:
+    typed = "長" * 100_001
+    response = client.post(
+        f"/sessions/{session.session_id}/runs/",
+        {"prompt": typed, "mode": "edits", "model": "opus"},
+        HTTP_HX_REQUEST="true",
+    )
+    body = response.content.decode()
+    assert response.status_code == 400 and "over 100,000 characters" in body
+    # The panel comes back with the form as it was sent: the text, the mode, the model.
+    assert f">{typed}</textarea>" in body
+    assert 'value="edits" checked' in body and 'value="opus"' in body
+    assert not Run.objects.exists()
+
+
+def test_a_refusal_without_htmx_keeps_the_text_to_send_again(
+    client: Client, session: Session
+) -> None:
+    response = client.post(
+        f"/sessions/{session.session_id}/runs/", {"prompt": "   ", "mode": "plan"}
+    )
+    body = response.content.decode()
+    assert response.status_code == 400 and "the prompt is empty" in body
+    assert 'id="run-form"' in body and 'id="run-prompt"' in body

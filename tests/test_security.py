@@ -142,9 +142,9 @@ def test_security_headers(client, imported: Path) -> None:
     assert response["Referrer-Policy"] == "same-origin"
 
 
-def test_oversized_body_is_refused(client, imported: Path) -> None:
+def test_oversized_body_is_refused(client, imported: Path, settings) -> None:
     _, key = ApiToken.issue(name="big")
-    body = b'{"title": "' + b"x" * 400_000 + b'"}'
+    body = b'{"title": "' + b"x" * settings.DATA_UPLOAD_MAX_MEMORY_SIZE + b'"}'
     response = client.post(
         f"/api/sessions/{WEBAPP_ID}/fork",
         body,

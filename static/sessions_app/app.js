@@ -293,3 +293,47 @@ window.addEventListener("load", function () {
     }
   });
 })();
+
+// A refusal never takes what the user typed: an answer that is not the run panel (a page
+// too large, a missing token, a server error) is not swapped over the prompt box; its
+// message is shown in the form instead. A 5xx into an action slot says so too.
+(function () {
+  "use strict";
+  function said(html, status) {
+    const doc = new DOMParser().parseFromString(html || "", "text/html");
+    const p = doc.querySelector(".action-error");
+    const text = (p ? p.textContent : doc.body.textContent || "").replace(/\s+/g, " ").trim();
+    return text.slice(0, 500) || "The server answered " + status + "; nothing was sent.";
+  }
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    const d = event.detail;
+    const status = d.xhr ? d.xhr.status : 0;
+    const target = d.target;
+    if (status < 400 || !target) return;
+    if (target.id === "run-panel" && (d.serverResponse || "").indexOf('id="run-panel"') < 0) {
+      d.shouldSwap = false;
+      let slot = target.querySelector("#run-refusal");
+      if (!slot) {
+        slot = document.createElement("p");
+        slot.id = "run-refusal";
+        slot.className = "action-error";
+        slot.setAttribute("role", "alert");
+        target.prepend(slot);
+      }
+      slot.textContent = said(d.serverResponse, status);
+      slot.hidden = false;
+    } else if (status >= 500 && target.classList.contains("action-slot")) {
+      target.textContent = "";
+      const p = document.createElement("p");
+      p.className = "action-error";
+      p.setAttribute("role", "alert");
+      p.textContent = said(d.serverResponse, status);
+      target.appendChild(p);
+    }
+  });
+  // A new attempt clears the last refusal.
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    const slot = event.detail.elt.querySelector && event.detail.elt.querySelector("#run-refusal");
+    if (slot && event.detail.elt.id === "run-form") { slot.hidden = true; slot.textContent = ""; }
+  });
+})();
