@@ -13,18 +13,19 @@ from dataclasses import dataclass
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-# Colour-blind-safe (Okabe-Ito), then greys for the rest.
+# Okabe-Ito's colour-blind-safe hues, their light ones darkened and black made violet, so
+# that each stands out (>= 3:1) on the light and on the dark page alike; then grey.
 PALETTE = (
     "#0072b2",
-    "#e69f00",
+    "#c57300",
     "#009e73",
-    "#cc79a7",
-    "#56b4e9",
+    "#d04596",
+    "#0a94c1",
     "#d55e00",
-    "#f0e442",
-    "#000000",
+    "#978a00",
+    "#8d48d1",
 )
-OTHER = "#98a2b3"
+OTHER = "#7b7b7b"
 MAX_BARS = 400
 MAX_SEGMENTS = len(PALETTE)
 
