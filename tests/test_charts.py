@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sessions_app.rendering.charts import OTHER, PALETTE, Bar, horizontal_bars, stacked_bars
+from sessions_app.rendering.charts import OTHER, PALETTE
 
 CSS = Path(__file__).parent.parent / "static" / "sessions_app" / "app.css"
 
