@@ -5,6 +5,7 @@ from django.urls import path
 from . import (
     actions,
     compare_pages,
+    image_pages,
     import_status_pages,
     list_pages,
     run_pages,
@@ -40,6 +41,11 @@ urlpatterns = [
         "sessions/<uuid:session_id>/records/<int:line>/output/<int:index>/",
         views.record_output,
         name="record_item",
+    ),
+    path(
+        "sessions/<uuid:session_id>/records/<int:line>/images/<int:number>",
+        image_pages.record_image,
+        name="record_image",
     ),
     path(
         "sessions/<uuid:session_id>/subagents/<str:agent_id>/",

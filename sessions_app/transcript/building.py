@@ -23,12 +23,13 @@ from .items import (
     Turn,
     as_json,
     edit_of,
-    image_of,
     images_of,
+    numbered_images,
 )
 from .limits import (
     DIFF_ROW_BYTES,
     HIGHLIGHT_FACTOR,
+    IMAGE_TAG_BYTES,
     ITEM_BYTES,
     MARKDOWN_FACTOR,
     PAIRED_OVERRUN,
@@ -156,7 +157,7 @@ class _Builder:
             text = self.agent.record_text(rec.data) or rec.text
             turn.prompt, turn.prompt_cut = self.cut(text, limits.message)
             turn.prompt_line, turn.timestamp = rec.line, rec.timestamp
-            turn.images, hidden = self._images(images_of(rec.data, self.agent))
+            turn.images, hidden = self._images(images_of(rec.data, self.agent, rec.line))
             if hidden:
                 turn.prompt_cut = Cut.with_images(turn.prompt_cut, turn.prompt, hidden)
         elif kind == "prompt":
@@ -226,7 +227,7 @@ class _Builder:
         call.result, call.result_cut = self.cut(outcome.text, limits.output, factor=factor)
         call.is_error, call.result_line, call.result_index = outcome.is_error, rec.line, index
         call.exit = outcome.exit
-        found = [image for found in outcome.images if (image := image_of(*found))]
+        found = numbered_images(rec.line, rec.data, self.agent, outcome.images)
         call.images, hidden = self._images(found)
         if hidden:
             call.result_cut = Cut.with_images(call.result_cut, call.result, hidden)
@@ -243,9 +244,10 @@ class _Builder:
             return images, 0
         shown = []
         for image in images:
-            if len(image.data) <= self.limits.image_bytes and self.spent < self.limits.page_bytes:
+            # Loaded by URL, not inlined: an image costs the page its <img> tag alone.
+            if self.spent < self.limits.page_bytes:
                 shown.append(image)
-                self.spent += len(image.data)
+                self.spent += IMAGE_TAG_BYTES
         return shown, len(images) - len(shown)
 
     def page(self, rec: RawRecord | None, index: int) -> Page:

@@ -45,12 +45,28 @@ class RawRecord:
 
 @dataclass(slots=True)
 class Image:
+    """An image a record holds; pages load it by URL (its record's line and its number)."""
+
     media_type: str
     data: str
+    line: int = 0  # the record that holds it
+    number: int = 0  # its place among the record's images (`record_images`)
 
     @property
     def src(self) -> str:
+        """The image inline, for a self-contained export; pages use its URL instead."""
         return f"data:{self.media_type};base64,{self.data}"
+
+    @property
+    def kind(self) -> str:
+        """ "PNG", "JPEG", ...: for its alternative text."""
+        return self.media_type.removeprefix("image/").upper()
+
+    @property
+    def size_label(self) -> str:
+        """Its size decoded, e.g. "297 KB"."""
+        size = len(self.data) * 3 // 4
+        return f"{size / 1_048_576:.1f} MB" if size >= 1_048_576 else f"{size // 1024 or 1} KB"
 
 
 @dataclass(slots=True)
@@ -224,14 +240,43 @@ def edit_of(call: ToolCall) -> tuple[str, str, str] | None:
     return None
 
 
-def images_of(data: dict, agent: Agent) -> list[Image]:
+def record_images(data: Any, agent: Agent) -> list[tuple[str, str]]:
+    """Every image a record holds, unchecked (media type, base64 data), in one fixed order:
+    its blocks in order, each searched depth first (a tool result's images are inside it).
+    An image's number is its place here; the page and the image's URL both count this way."""
+    found: list[tuple[str, str]] = []
+    stack: list[Any] = list(reversed(agent.content_blocks(data))) if isinstance(data, dict) else []
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            image = agent.image_of(value)
+            if image is not None:
+                found.append(image)
+                continue
+            stack.extend(reversed(list(value.values())))
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+    return found
+
+
+def numbered_images(
+    line: int, data: Any, agent: Agent, pairs: list[tuple[str, str]] | tuple[tuple[str, str], ...]
+) -> list[Image]:
+    """The images of `pairs` a page may show, each with its place among the record's images."""
+    numbers = {id(payload): n for n, (_, payload) in enumerate(record_images(data, agent))}
     images = []
-    for block in agent.content_blocks(data):
-        found = agent.image_of(block)
-        image = image_of(*found) if found else None
-        if image:
+    for media, payload in pairs:
+        image = image_of(media, payload)
+        if image is not None and id(payload) in numbers:
+            image.line, image.number = line, numbers[id(payload)]
             images.append(image)
     return images
+
+
+def images_of(data: dict, agent: Agent, line: int = 0) -> list[Image]:
+    """The images of a record's own blocks (a prompt's), not those inside a tool result."""
+    pairs = [found for block in agent.content_blocks(data) if (found := agent.image_of(block))]
+    return numbered_images(line, data, agent, pairs)
 
 
 def image_of(media: str, payload: str) -> Image | None:

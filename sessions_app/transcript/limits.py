@@ -28,7 +28,6 @@ class PageLimits:
     tool_input: Size = Size(10_000, 100)  # a command, a call's JSON, each side of an edit
     message: Size = Size(10_000, 200)  # a prompt, assistant text, thinking, a summary (Markdown)
     note: Size = Size(4_000, 50)  # local command output, notices, a raw record's JSON
-    image_bytes: int = 100_000  # a larger image (base64) is shown on demand only
     items: int = 100  # items (a tool call with its result is one) per page
     records: int = 1_000  # records per page, shown or not (bookkeeping, progress)
     page_bytes: int = 150_000  # estimated HTML of a page's turns
@@ -42,6 +41,10 @@ WHOLE_DIFF_CHARS = 500_000
 # Estimated HTML around an item's texts (a tool call's <details>, ids, links) and a
 # turn's (its prompt box and the branch, edit and rewind forms).
 ITEM_BYTES = 500
+# An image is loaded by its URL (`image_pages`), never inlined: on the page it is one tag.
+IMAGE_TAG_BYTES = 250
+# The largest image (decoded) served; `BRANCHBOARD_MAX_IMAGE_BYTES` changes it.
+IMAGE_LIMIT = 20 * 1024 * 1024
 TURN_BYTES = 2_000
 DIFF_ROW_BYTES = 110  # a diff's table row: line numbers, sign and cells around the text
 # Highlighted code grows ~8x (a <span> per token; past 10x, rendering.code shows it plain);
