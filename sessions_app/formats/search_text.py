@@ -1,9 +1,12 @@
 """What a search finds in a record, pure: its words, what part of the conversation they are,
 and how a query is split into the terms both databases look for.
 
-A record gives one searchable text: a prompt, a reply (with its thinking and tool
-calls, whose inputs are searched as the values they hold, so an identifier that
-only appears in a tool's argument is found), a tool's output, or a title. Text
+A record gives one searchable text, the text the transcript shows for it: a prompt,
+a note (a local command's output, a hook's message, a task notification, a message
+typed while a tool ran), a reply (with its thinking and tool calls, whose inputs are
+searched as the values they hold, so an identifier that only appears in a tool's
+argument is found), a tool's output, or a title. `search_text` reads it from a parsed
+record, so the importer's one pass can call it; `searchable` from a raw line. Text
 beyond `SEARCH_TEXT_LIMIT` characters is not searched; the record is still shown.
 """
 
@@ -13,15 +16,26 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from . import ASSISTANT, COMMAND, COMPACT_SUMMARY, PROMPT, TITLE, TOOL_RESULT
-from .agent import Agent
+from . import (
+    ASSISTANT,
+    COMMAND,
+    COMPACT_SUMMARY,
+    LOCAL_OUTPUT,
+    PROMPT,
+    TITLE,
+    TOOL_RESULT,
+    USER_OTHER,
+)
+from .agent import Agent, AssistantPart
 from .common import load
 
 SEARCH_TEXT_LIMIT = 256_000
-# The kinds whose records carry text a person would look for.
-SEARCHABLE_KINDS = (PROMPT, COMMAND, ASSISTANT, TOOL_RESULT, COMPACT_SUMMARY, TITLE)
+# User-side records the transcript shows as notes inside a turn.
+NOTE_KINDS = (USER_OTHER, LOCAL_OUTPUT)
+# The kinds whose records carry text a person would look for: every kind the page shows.
+SEARCHABLE_KINDS = (PROMPT, COMMAND, ASSISTANT, TOOL_RESULT, COMPACT_SUMMARY, TITLE, *NOTE_KINDS)
 
-PROMPT_PART, REPLY, THINKING, TOOL, OUTPUT, TITLE_PART, SUMMARY_PART = (
+PROMPT_PART, REPLY, THINKING, TOOL, OUTPUT, TITLE_PART, SUMMARY_PART, NOTE_PART = (
     "prompt",
     "reply",
     "thinking",
@@ -29,6 +43,7 @@ PROMPT_PART, REPLY, THINKING, TOOL, OUTPUT, TITLE_PART, SUMMARY_PART = (
     "output",
     "title",
     "summary",
+    "note",
 )
 PART_LABELS = {
     PROMPT_PART: "prompt",
@@ -38,6 +53,7 @@ PART_LABELS = {
     OUTPUT: "tool output",
     TITLE_PART: "title",
     SUMMARY_PART: "summary",
+    NOTE_PART: "note",
 }
 # Shorter terms cannot be looked up in a trigram index, so they are not searched for.
 MIN_TERM = 3
@@ -48,33 +64,60 @@ _TERM_RE = re.compile(r'"([^"]*)"|(\S+)')
 
 def searchable(agent: Agent, raw: bytes, kind: str) -> tuple[str, str] | None:
     """(part, text) a search finds in one record's line of `kind`; None when it has none."""
-    if kind == TITLE:
-        title = agent.parse_line(raw).title
-        return (TITLE_PART, _cut(title)) if title and title.strip() else None
-    data = load(raw)
-    if not isinstance(data, dict):
+    if kind not in SEARCHABLE_KINDS:
         return None
+    title = agent.parse_line(raw).title if kind == TITLE else None
+    data = load(raw)
+    return search_text(agent, data, kind, title=title) if isinstance(data, dict) else None
+
+
+def search_text(
+    agent: Agent, data: dict, kind: str, *, title: str | None = None
+) -> tuple[str, str] | None:
+    """(part, text) a search finds in one parsed record of `kind` (`title`: the title the
+    reader found in it); None when it has none.
+
+    The same texts the transcript shows for the record, so what the page shows is found:
+    a prompt; a note (what the CLI wrote in the person's name: a local command's output,
+    a hook's message, a background task's notice, a slash command's expansion, a
+    message typed while a tool ran); each part of a reply; a tool's output; a title.
+    """
+    if kind == TITLE:
+        return (TITLE_PART, _cut(title)) if title and title.strip() else None
     if kind in (PROMPT, COMMAND, COMPACT_SUMMARY):
         part = SUMMARY_PART if kind == COMPACT_SUMMARY else PROMPT_PART
         text = agent.record_text(data)
         return (part, _cut(text)) if text.strip() else None
+    if kind in NOTE_KINDS:
+        # The transcript's own reading of such a record (transcript.building, "note").
+        text = agent.record_text(data) or _string(data.get("content"))
+        return (NOTE_PART, _cut(text)) if text.strip() else None
     if kind == ASSISTANT:
-        pieces: list[str] = []
-        part = ""
-        for piece in agent.assistant_parts(data):
-            if piece.kind == "tool":
-                pieces.append(piece.name)
-                pieces.extend(_values(piece.input))
-                part = part or TOOL
-            else:
-                pieces.append(piece.text)
-                part = part or (THINKING if piece.kind == "thinking" else REPLY)
-        text = "\n".join(p for p in pieces if p)
-        return (part, _cut(text)) if text.strip() else None
+        return _reply(agent.assistant_parts(data))
     if kind == TOOL_RESULT:
         text = "\n".join(outcome.text for outcome in agent.tool_results(data) if outcome.text)
         return (OUTPUT, _cut(text)) if text.strip() else None
     return None
+
+
+def _reply(parts: list[AssistantPart]) -> tuple[str, str] | None:
+    """An assistant record's text, thinking and tool calls (name and input values)."""
+    pieces: list[str] = []
+    part = ""
+    for piece in parts:
+        if piece.kind == "tool":
+            pieces.append(piece.name)
+            pieces.extend(_values(piece.input))
+            part = part or TOOL
+        else:
+            pieces.append(piece.text)
+            part = part or (THINKING if piece.kind == "thinking" else REPLY)
+    text = "\n".join(p for p in pieces if p)
+    return (part, _cut(text)) if text.strip() else None
+
+
+def _string(value: Any) -> str:
+    return value if isinstance(value, str) else str(value) if value else ""
 
 
 def _values(value: Any, depth: int = 0) -> Iterator[str]:
