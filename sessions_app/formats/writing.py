@@ -42,6 +42,16 @@ def _forked_suffix(source_id: str, message_uuid: str) -> bytes:
     return _forked_head(source_id) + message_uuid.encode() + b'"}}'
 
 
+def id_member(session_id: str) -> bytes:
+    """`"sessionId":"<id>"` as the CLIs write it (compact)."""
+    return _needle(session_id)
+
+
+def forked_member(source_id: str, message_uuid: str) -> bytes:
+    """What `restamp` puts in place of a record's last `}`: `forkedFrom`, and the `}`."""
+    return _forked_suffix(source_id, message_uuid)
+
+
 def restamp(
     line: bytes,
     *,
@@ -75,23 +85,31 @@ def restamp_into(
     new_id: str,
     message_uuid: str | None,
     reversible: bool = False,
-) -> None:
-    """`restamp`, handing the pieces to `write` so that a long line is never copied."""
+) -> int:
+    """`restamp`, handing the pieces to `write` so that a long line is never copied.
+
+    Returns where the new `"sessionId":"<id>"` starts in the written line when the
+    line was edited on its bytes at its proven top-level key (`top_level_id_at`):
+    then the line is its source with only that id changed and, with `message_uuid`,
+    `forkedFrom` added before its last `}`. Otherwise -1 (parsed and re-serialised,
+    or, with `reversible`, carried through unchanged).
+    """
     end = len(line)
     while end and line[end - 1] in b"\r\n":
         end -= 1
     # A backup keeps a missing final newline missing, so that undo is exact.
     newline = line[end:] or (b"" if reversible else b"\n")
     needle = _needle(source_id)
-    # The CLIs write the record's own `sessionId` after everything nested in it
-    # (message, tool results), so the last `"sessionId"` key in the line is the
-    # record's. Searching from the end touches only the line's tail.
+    # Claude Code writes the record's own `sessionId` after everything nested in it
+    # (message, tool results), Qwen Code and older Claude Code before: the last
+    # `"sessionId"` key in the line is the record's when `top_level_id_at` proves it.
     at = line.rfind(SESSION_KEY, 0, end)
     if (
         at >= 0
         and line.startswith(needle, at)
         and line[end - 1] == 0x7D  # "}"
         and line.find(FORKED_KEY, at, end) == -1
+        and (reversible or top_level_id_at(line, at, end, needle))
     ):
         view = memoryview(line)
         write(view[:at])
@@ -102,23 +120,51 @@ def restamp_into(
         else:
             write(view[at + len(needle) : end])
         write(newline)
-        return
+        return at
     if reversible:
         write(line)
-        return
+        return -1
     try:
         data = orjson.loads(line[:end])
     except orjson.JSONDecodeError:
         write(line)
-        return
+        return -1
     if not isinstance(data, dict):
         write(line)
-        return
+        return -1
     if "sessionId" in data:
         data["sessionId"] = new_id
     if message_uuid:
         data["forkedFrom"] = {"sessionId": source_id, "messageUuid": message_uuid}
     write(orjson.dumps(data) + newline)
+    return -1
+
+
+# A byte that opens or closes an object or array, or starts an escape.
+_NESTING = re.compile(rb"[{}\[\]\\]")
+
+
+def top_level_id_at(line: bytes, at: int, end: int, needle: bytes) -> bool:
+    """Whether the `"sessionId"` key at `at` (the line's last plain one, followed by the
+    source id) is the record's own: the top-level key the reader takes, not a nested one.
+
+    Proven on the bytes of a JSON object line ending at `end`: the key follows a `,` or
+    `{` (so its quote opens a key, not a string's content), and either nothing after
+    it up to the final `}` (Claude Code) or nothing before it after the opening `{`
+    (Qwen Code, older Claude Code) opens or closes an object or array, or escapes a
+    character: then it sits at the top level, and no escaped spelling of the key can
+    follow it. A line that fits neither is parsed instead.
+    """
+    if line[at - 1 : at] not in (b",", b"{"):
+        return False
+    after = at + len(needle)
+    if _NESTING.search(line, after, end - 1) is None:
+        return True
+    return (
+        line[:1] == b"{"
+        and _NESTING.search(line, 1, at) is None
+        and line.find(b"\\u", after, end) == -1
+    )
 
 
 class _Place(msgspec.Struct):

@@ -37,15 +37,25 @@ ROW_COLUMNS = (
     'line, "offset", length, uuid, active, sidechain, turn, raw_type, digest, '
     'parent_uuid, logical_parent_uuid, kind, "timestamp", text, starts_turn'
 )
+# What the copy and the byte read-back need: no times, and text only where a turn starts.
+LIGHT_COLUMNS = ROW_COLUMNS.replace('"timestamp"', "NULL").replace(
+    "text", "CASE WHEN starts_turn THEN text ELSE '' END"
+)
 
 
 def rows(
-    session: Session, *, after_turn: int | None = None, fork_only: bool = False
+    session: Session,
+    *,
+    after_turn: int | None = None,
+    fork_only: bool = False,
+    light: bool = False,
 ) -> Iterator[Row]:
     """The session's records in file order; with `after_turn`, none that lies past it;
-    with `fork_only`, only rows a fork may keep (see `fork_candidate_sql`)."""
+    with `fork_only`, only rows a fork may keep (see `fork_candidate_sql`); `light`:
+    without times, and with text only where a turn starts."""
     table = Record._meta.db_table
-    sql = f"SELECT {ROW_COLUMNS} FROM {table} WHERE session_id = %s"  # noqa: S608 (names are ours)
+    columns = LIGHT_COLUMNS if light else ROW_COLUMNS
+    sql = f"SELECT {columns} FROM {table} WHERE session_id = %s"  # noqa: S608 (names are ours)
     params: list = [session.pk]
     if fork_only:
         condition, types = fork_candidate_sql()
@@ -94,7 +104,7 @@ class RecordReader:
 class LineLog(Protocol):
     """Takes note of each line written: its source row, and the length and CRC-32 written."""
 
-    def add(self, row: Row, length: int, digest: int) -> None: ...
+    def add(self, row: Row, length: int, digest: int, at: int = -1) -> None: ...
 
 
 def write_kept(
@@ -132,6 +142,7 @@ def write_kept(
             session,
             after_turn=cut if lines is None else None,
             fork_only=mode == FORK and lines is None,
+            light=log is not None,
         )
         for row in candidates:
             if lines is not None:
@@ -145,6 +156,7 @@ def write_kept(
             if row.uuid and not row.sidechain:
                 last_uuid = row.uuid
             start = len(pending)
+            at = -1
             if new_id is None:
                 write(raw if raw.endswith(b"\n") else raw + b"\n")
             elif edit is not None:
@@ -153,12 +165,12 @@ def write_kept(
                 )
                 write(edit(line))
             else:
-                restamp_into(
+                at = restamp_into(
                     write, raw, source_id=source_id, new_id=new_id, message_uuid=row.uuid or None
                 )
             if log is not None:
                 with memoryview(pending) as view:
-                    log.add(row, len(pending) - start, crc32(view[start:]))
+                    log.add(row, len(pending) - start, crc32(view[start:]), at)
             if len(pending) >= FLUSH_BYTES:
                 out.write(pending)
                 pending.clear()

@@ -80,7 +80,7 @@ def insert_rows(source: Session, new: Session, written: Written, found: ReadBack
 
 def _insert_title(cursor, new: Session, written: Written, found: ReadBack) -> None:
     k = len(written.src)
-    node = found.nodes[k]
+    node = found.nodes[-1]  # the title's, the file's last line
     title = found.title_record
     values = {
         "session_id": new.pk,
@@ -123,7 +123,7 @@ def new_session_row(
     title = found.title_record
     size = sum(written.length) + len(found.title_line)
     custom = collapse(title.title, TITLE_LIMIT) if title.title else ""
-    first = nodes[analysis.prompt_lines[0]].text if analysis.prompt_lines else None
+    first = found.first_prompt
     times = [n.timestamp for n in nodes if n.timestamp]
     new = Session(
         project_id=source.project_id,
@@ -137,7 +137,7 @@ def new_session_row(
         git_branch=found.git_branch[:255],
         models_used=source.models_used if found.models is None else found.models,
         turn_count=analysis.turn_count,
-        record_count=len(nodes),
+        record_count=found.line_count,
         invalid_count=0,
         started_at=min(times) if times else None,
         updated_at=max(times) if times else datetime.fromtimestamp(st.st_mtime, tz=UTC),
@@ -147,7 +147,7 @@ def new_session_row(
         file_mtime_ns=st.st_mtime_ns,
         file_inode=st.st_ino,
         bytes_imported=size,
-        line_count=len(nodes),
+        line_count=found.line_count,
         head_digest=digest(found.head[: min(HEAD_BYTES, size)]),
         tail_offset=size - len(found.title_line),
         tail_digest=digest(found.title_line),

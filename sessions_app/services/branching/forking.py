@@ -23,7 +23,7 @@ from .errors import InvalidTurn, OutsideRoots, TargetExists, WriteCheckFailed
 from .guards import check_paths, check_readable, check_turn, check_unchanged, own_write
 from .kept import Unproven, Written
 from .readback import ReadBack, read_back
-from .registering import Expected, index_written, session_file_of
+from .registering import Expected, index_written, session_file_of, times_from_rows
 from .reviving import revived_branch
 from .titles import title_line, unique_title
 
@@ -181,6 +181,8 @@ def _register(
     new.save(update_fields=["path"])
     insert_rows(session, new, written, found)
     count_tokens(new)
+    if found.plain:
+        times_from_rows(new)
     return new
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.db.models import Max, Min
+
 from ...models import Session
 from ..discovery import SessionFile
 from ..importing import ImportReport, projects_refresh, session_file_index
@@ -74,6 +76,14 @@ def index_written(*, source: SessionFile, temp: Path, expected: Expected) -> Ses
             f"({'; '.join(problems)}); nothing was replaced"
         )
     return new
+
+
+def times_from_rows(new: Session) -> None:
+    """The session's first and last times, from its rows (a plain fork's read-back keeps none)."""
+    times = new.records.aggregate(first=Min("timestamp"), last=Max("timestamp"))
+    if times["first"] is not None:
+        new.started_at, new.updated_at = times["first"], times["last"]
+        new.save(update_fields=["started_at", "updated_at"])
 
 
 def reindex(session: Session, *, full: bool = False) -> Session:
