@@ -27,7 +27,7 @@ from .views import HtmxHttpRequest
 RECENT_ON_HOME = 8  # sessions on the home page; the rest on /recent/
 LIVE_SECONDS = 60  # a session written to this recently is live
 LIST_POLL = "every 3s"  # how often an open list asks whether anything changed
-SESSION_LIST_DEFAULTS = {"q": "", "sort": "updated", "empty": ""}
+SESSION_LIST_DEFAULTS = {"q": "", "sort": "updated", "empty": "", "undone": ""}
 RECENT_DEFAULTS = {"q": "", "sort": "updated", "agent": ""}
 
 
@@ -132,7 +132,10 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     query = _search(request)
     sort = request.GET.get("sort", "updated")
     empty = request.GET.get("empty") == "1"
-    sessions = selectors.sessions_of_project(project=project, query=query, sort=sort, empty=empty)
+    undone = request.GET.get("undone") == "1"
+    sessions = selectors.sessions_of_project(
+        project=project, query=query, sort=sort, empty=empty, undone=undone
+    )
     page = Paginator(sessions, 50).get_page(request.GET.get("page"))
     page.object_list = selectors.with_children_counts(list(page.object_list))
     for s in page.object_list:
@@ -144,6 +147,8 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "project": project,
         "page": page,
         "empty": empty,
+        "undone": undone,
+        "undone_count": 0 if undone else selectors.undone_backups(project),
         "empty_count": project.sessions.filter(is_subagent=False, turn_count=0).count(),
         "query": query,
         "sort": sort,

@@ -79,6 +79,7 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         context["usage_total"], context["usage_models"] = session_usage(session)
         context["usage_turns"] = turn_chart(session)
         context["undo_available"] = selectors.undo_available(session)
+        context["rewind_undone"] = selectors.rewind_undone(session)
         context["edit_prompt"] = selectors.edit_prompt(session)
     return render(request, template, context)
 

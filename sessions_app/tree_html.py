@@ -48,6 +48,8 @@ def _card(node: TreeNode, current: Session) -> SafeString:
         )
     s = node.session
     kind = s.get_kind_display() or "original"
+    if getattr(s, "undone", False):
+        kind += " · rewind undone: its session holds this history again"
     split = f" at turn {s.fork_turn}" if s.fork_turn else ""
     own = node.own
     cost = format_html(" · own cost {}", usd(own.cost)) if own and own.messages else ""

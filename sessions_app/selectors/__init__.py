@@ -21,8 +21,11 @@ from .lists import (
     newest_import,
     projects_for_dashboard,
     recent_sessions,
+    rewind_undone,
     session_lines,
     sessions_of_project,
+    undone_backups,
+    undone_rewind,
     with_children_counts,
 )
 from .records import PAGE_TURNS, page_records, record_at, subagent_records, transcript_records
@@ -41,6 +44,7 @@ __all__ = [
     "projects_for_dashboard",
     "recent_sessions",
     "record_at",
+    "rewind_undone",
     "session_lines",
     "session_summary",
     "sessions_of_project",
@@ -50,5 +54,7 @@ __all__ = [
     "turn_list",
     "turn_prompt_text",
     "undo_available",
+    "undone_backups",
+    "undone_rewind",
     "with_children_counts",
 ]

@@ -6,10 +6,22 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Case, Count, F, Max, Q, QuerySet, When
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    Exists,
+    ExpressionWrapper,
+    F,
+    Max,
+    OuterRef,
+    Q,
+    QuerySet,
+    When,
+)
 from django.db.models.functions import Coalesce
 
-from ..models import ACTIVITY, Project, Session
+from ..models import ACTIVITY, Project, Record, Session
 
 SESSION_SORTS: dict[str, Any] = {
     "updated": ACTIVITY.desc(nulls_last=True),
@@ -22,6 +34,34 @@ SESSION_SORTS: dict[str, Any] = {
     "title": "title",
     "tokens": "-output_tokens",
 }
+
+
+def undone_rewind() -> ExpressionWrapper:
+    """Whether a session is the backup of a rewind that was undone.
+
+    The backup's last record is on its session's active branch again: the session
+    holds the backup's whole history, so the backup is no separate direction any more.
+    (Rewound again, the session leaves that record and the backup is one again.)
+    """
+    again = Record.objects.filter(
+        session_id=OuterRef("parent_id"), uuid=OuterRef("leaf_uuid"), active=True
+    )
+    return ExpressionWrapper(
+        Q(kind=Session.Kind.REWIND_BACKUP) & Exists(again), output_field=BooleanField()
+    )
+
+
+def rewind_undone(session: Session) -> bool:
+    """Whether `session` is the backup of a rewind that was undone (see `undone_rewind`)."""
+    if session.kind != Session.Kind.REWIND_BACKUP:
+        return False
+    return Session.objects.filter(pk=session.pk).filter(undone_rewind()).exists()
+
+
+def undone_backups(project: Project) -> int:
+    """How many backups of undone rewinds a project's list leaves out."""
+    backups = Session.objects.listed().filter(project=project, kind=Session.Kind.REWIND_BACKUP)
+    return backups.filter(undone_rewind()).count()
 
 
 def listed_session(session_id: uuid.UUID | str) -> Session | None:
@@ -56,11 +96,17 @@ def projects_for_dashboard(*, query: str = "") -> QuerySet[Project]:
 
 
 def sessions_of_project(
-    *, project: Project, query: str = "", sort: str = "updated", empty: bool = False
+    *,
+    project: Project,
+    query: str = "",
+    sort: str = "updated",
+    empty: bool = False,
+    undone: bool = False,
 ) -> QuerySet:
     """A project's listed sessions with their parent and child count, for one sorted list.
 
-    Sessions without a prompt (nothing to resume or branch) are listed apart (`empty`).
+    Sessions without a prompt (nothing to resume or branch) are listed apart (`empty`);
+    backups of undone rewinds only when asked (`undone`), each marked.
     """
     sessions = (
         Session.objects.listed()
@@ -71,6 +117,9 @@ def sessions_of_project(
         )
     )
     sessions = sessions.filter(turn_count=0) if empty else sessions.exclude(turn_count=0)
+    sessions = sessions.annotate(undone=undone_rewind())
+    if not undone:
+        sessions = sessions.filter(undone=False)
     if query:
         sessions = sessions.filter(
             Q(title__icontains=query) | Q(first_prompt__icontains=query) | Q(git_branch=query)
@@ -79,10 +128,13 @@ def sessions_of_project(
 
 
 def recent_sessions(*, query: str = "", agent: str = "", sort: str = "updated") -> QuerySet:
-    """Sessions with a prompt across every project, newest activity first (or `sort`)."""
+    """Sessions with a prompt across every project, newest activity first (or `sort`);
+    backups of undone rewinds left out."""
     sessions = (
         Session.objects.listed()
         .exclude(turn_count=0)
+        .alias(undone=undone_rewind())
+        .filter(undone=False)
         .select_related("project", "parent")
         .defer(
             "abandoned", "first_prompt", "rewind_undo", "parent__abandoned", "parent__first_prompt"
