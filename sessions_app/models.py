@@ -257,6 +257,7 @@ from .models_access import ApiToken, AuditEntry  # noqa: E402
 from .models_import import ImportStatus  # noqa: E402
 from .models_runs import Run  # noqa: E402
 from .models_search import SearchText  # noqa: E402
+from .models_skips import SkippedFile  # noqa: E402
 from .models_usage import Usage  # noqa: E402
 
 __all__ = [
@@ -268,5 +269,6 @@ __all__ = [
     "Run",
     "SearchText",
     "Session",
+    "SkippedFile",
     "Usage",
 ]

@@ -255,7 +255,9 @@ def test_a_problem_that_stays_is_logged_once(
     root = tmp_path / "root"
     sid = str(uuid.uuid4())
     _copy_session(root / "-tmp-one", sid)
-    _copy_session(root / "-tmp-two", sid)  # the same session id in a second file: refused
+    two = _copy_session(root / "-tmp-two", sid)  # the same session id in a second file: refused
+    # The older file is the one left out: the import reads the newest first.
+    os.utime(two, ns=(0, (root / "-tmp-one" / two.name).stat().st_mtime_ns - 10**9))
     reported: set[str] = set()
     with caplog.at_level(logging.INFO, logger="branchboard.importer"):
         command._import_pass([root], reported)

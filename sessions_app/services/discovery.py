@@ -41,8 +41,9 @@ class RootError(Exception):
     """A configured root that cannot be scanned."""
 
 
-def discover(root: Path) -> tuple[list[SessionFile], list[str]]:
-    """Every session file under `root`, and a message for each thing skipped."""
+def discover(root: Path) -> tuple[list[SessionFile], list[str], list[Path]]:
+    """Every session file under `root`, a message for each thing skipped, and the
+    `*.jsonl` files in session folders whose name is no session id (left out)."""
     # The root itself is named by the operator, so a link there is followed.
     root = resolve_root(root)
     if not root.exists():
@@ -51,6 +52,7 @@ def discover(root: Path) -> tuple[list[SessionFile], list[str]]:
         raise RootError(f"{root}: session root is not a folder")
     files: list[SessionFile] = []
     problems: list[str] = []
+    misnamed: list[Path] = []
     # An older release's root (`~/.qwen/tmp`) holds other things beside projects.
     only = legacy_root_agent(root)
     try:
@@ -63,10 +65,10 @@ def discover(root: Path) -> tuple[list[SessionFile], list[str]]:
         elif entry.is_dir(follow_symlinks=False):
             folder = root / entry.name
             try:
-                files.extend(_project_files(root, folder, problems, only))
+                files.extend(_project_files(root, folder, problems, misnamed, only))
             except OSError as exc:
                 problems.append(f"{folder}: cannot list folder ({exc.strerror})")
-    return files, problems
+    return files, problems, misnamed
 
 
 def _entries(folder: Path) -> list[os.DirEntry[str]]:
@@ -127,7 +129,7 @@ def _project_agent(folder: Path, problems: list[str]) -> Agent | None:
 
 
 def _project_files(
-    root: Path, folder: Path, problems: list[str], only: Agent | None = None
+    root: Path, folder: Path, problems: list[str], misnamed: list[Path], only: Agent | None = None
 ) -> Iterator[SessionFile]:
     if only is None:
         agent = _project_agent(folder, problems)
@@ -144,8 +146,10 @@ def _project_files(
         if agent.subagent_files and AGENT_FILE_RE.match(path.name):
             # The older layout: subagent transcripts beside the session files.
             yield SessionFile(path, agent.name, root, folder, None)
+        elif is_session_id(path.stem):
+            yield SessionFile(path, agent.name, root, folder, path.stem.lower())
         else:
-            yield from _session_or_problem(path, agent.name, root, folder, problems)
+            misnamed.append(path)
     if not agent.subagent_files:
         return
     for entry in _entries(folder):
@@ -158,12 +162,3 @@ def _project_files(
         if entry.is_dir(follow_symlinks=False) and _real_folder(subagents, problems):
             for path in _jsonl_files(subagents, problems, prefix="agent-"):
                 yield SessionFile(path, agent.name, root, folder, None, owner_session_id=entry.name)
-
-
-def _session_or_problem(
-    path: Path, agent: str, root: Path, folder: Path, problems: list[str]
-) -> Iterator[SessionFile]:
-    if is_session_id(path.stem):
-        yield SessionFile(path, agent, root, folder, path.stem.lower())
-    else:
-        problems.append(f"{path}: skipped, the file name is not a session id")

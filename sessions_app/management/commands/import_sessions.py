@@ -7,6 +7,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,7 @@ class Command(BaseCommand):
             self.stdout.write(f"database {name}: applied {len(plan)} migrations")
 
     def _report(self, report: ImportReport) -> None:
-        for error in report.errors:
+        for error in [*report.errors, *report.left_out]:
             self.stderr.write(error)
         self.stdout.write(report.summary())
 
@@ -118,8 +119,7 @@ class Command(BaseCommand):
         """Import as the roots in `existing` change; True when another root appeared."""
         from watchfiles import watch
 
-        delay = 0.0
-        retry_at: float | None = time.monotonic()  # the first pass, at once
+        retry = Retry()
         # Files are only appended to while a CLI runs; a debounce of a second turns
         # a burst of writes into one incremental import. The one-second timeout
         # wakes the loop for a retry when nothing changes, and to look for new roots.
@@ -133,17 +133,30 @@ class Command(BaseCommand):
         for changes in ticks:
             if [str(r) for r in roots if r.is_dir()] != existing:
                 return True  # a root appeared or went: watch again what is there
-            if not changes and (retry_at is None or time.monotonic() < retry_at):
+            if not changes and (retry.at is None or time.monotonic() < retry.at):
                 continue
-            if _import_pass(roots, reported):
-                if delay:
-                    logger.info("import works again")
-                delay, retry_at = 0.0, None
-            else:
-                delay = min(max(delay * 2, FIRST_DELAY), MAX_DELAY)
-                retry_at = time.monotonic() + delay
-                logger.warning("import pass failed; trying again in %.0f s", delay)
+            watch_pass(roots, reported, retry)
         return False
+
+
+@dataclass
+class Retry:
+    """When the watcher imports again though nothing changed: after a failed pass."""
+
+    delay: float = 0.0
+    at: float | None = 0.0  # a monotonic time; the first pass is due at once; None: none due
+
+
+def watch_pass(roots: list[Path], reported: set[str], retry: Retry) -> None:
+    """One pass of the watcher; a failed one is tried again later, each time twice as late."""
+    if _import_pass(roots, reported):
+        if retry.delay:
+            logger.info("import works again")
+        retry.delay, retry.at = 0.0, None
+    else:
+        retry.delay = min(max(retry.delay * 2, FIRST_DELAY), MAX_DELAY)
+        retry.at = time.monotonic() + retry.delay
+        logger.warning("import pass failed; trying again in %.0f s", retry.delay)
 
 
 def _import_pass(roots: list[Path], reported: set[str] | None = None) -> bool:
@@ -163,7 +176,10 @@ def _import_pass(roots: list[Path], reported: set[str] | None = None) -> bool:
         connections.close_all()
         return False
     _log_new(report.errors, reported, "import")
-    if report.sessions or report.subagents or report.errors:
+    # Files left out are said (once, until they change) but fail nothing: another
+    # pass would leave them out again.
+    _log_new(report.left_out, reported, "left out")
+    if report.sessions or report.subagents or report.errors or report.left_out:
         logger.info(report.summary())
     # An appended line is searchable, and counted, after the pass that imported it.
     refreshes: list[tuple[str, Callable[..., SearchReport | UsageReport]]] = [

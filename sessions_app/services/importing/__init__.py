@@ -9,7 +9,8 @@ file never stops the import.
 
 Modules, one rule each: `report` (what a run did), `indexing` (one open file:
 plan, read, analyse, write), `reading` (the line reader and the session facts it
-collects), `storing` (record rows), `session_row` (the session row). Whether a
+collects), `storing` (record rows), `session_row` (the session row), `skips`
+(files left out on purpose, said once and not opened again). Whether a
 file is skipped, appended to or read again is `services.import_plan`.
 """
 
@@ -31,6 +32,7 @@ from ..roots import UnsafePath, open_regular
 from .indexing import Indexed, import_open_file
 from .report import ImportReport
 from .session_row import cli_branches_link, head_digest
+from .skips import LeftOut
 from .storing import RECORD_COLUMNS, records_insert
 
 __all__ = [
@@ -63,14 +65,16 @@ def sessions_import(
     """
     report = ImportReport()
     found: list[SessionFile] = []
+    left_out = LeftOut()
     for root in roots:
         try:
-            files, problems = discover(Path(root))
+            files, problems, misnamed = discover(Path(root))
         except RootError as exc:
             report.errors.append(str(exc))
             continue
         found.extend(files)
         report.errors.extend(problems)
+        left_out.misnamed(misnamed, report)
     # Sessions first, so a subagent file finds its parent already imported; the newest
     # first, so a first import behind the pages shows what people want first, first.
     found.sort(key=lambda f: (f.is_subagent, -_mtime(f.path)))
@@ -92,8 +96,11 @@ def sessions_import(
         state = known.get(str(source.path))
         if state is not None and _unchanged(source.path, state):
             report.skipped += 1
+        elif state is None and left_out.passed_over(source, report):
+            pass  # said once; not opened again while it stays as it is
         elif (session := session_file_import(source=source, report=report)) is not None:
             touched.add(session.project_id)
+            left_out.imported(session)
         if progress is not None or tracker is not None:
             size = _size(source.path)
             if progress is not None:
@@ -107,6 +114,7 @@ def sessions_import(
             counted_at = time.monotonic()
     cli_branches_link(report.unlinked)
     projects_refresh(project_ids=touched)
+    left_out.forget_gone()
     return report
 
 
@@ -193,14 +201,25 @@ def session_file_index(
         report.errors.append(f"{path}: cannot read ({exc.strerror}); skipped")
         return None
     outermost = not connection.in_atomic_block
+    # What the file adds to the counts, taken back if its transaction is rolled back.
+    counts = (report.sessions, report.subagents, report.records, report.invalid)
     try:
         with f, transaction.atomic():
             if outermost:
                 _commit_without_waiting()
             return import_open_file(source, f, report, fresh=full or read_from is not None)
-    except OSError as exc:
+    except Exception as exc:  # one bad file never stops the import
+        report.sessions, report.subagents, report.records, report.invalid = counts
+        _failure_report(source, exc, report)
+    return None
+
+
+def _failure_report(source: SessionFile, exc: Exception, report: ImportReport) -> None:
+    """Say why the file's import was rolled back."""
+    path = source.path
+    if isinstance(exc, OSError):
         report.errors.append(f"{path}: cannot read ({exc.strerror}); nothing changed")
-    except IntegrityError as exc:
+    elif isinstance(exc, IntegrityError):
         other = (
             Session.objects.filter(session_id=source.session_id, is_subagent=False)
             .exclude(path=str(path))
@@ -212,7 +231,6 @@ def session_file_index(
             report.errors.append(f"{path}: session id already imported from {other.path}; skipped")
         else:
             report.errors.append(f"{path}: could not be imported ({exc}); skipped")
-    except Exception as exc:  # one bad file never stops the import
+    else:
         problem = f"{type(exc).__name__}: {exc}"
         report.errors.append(f"{path}: could not be imported ({problem}); skipped")
-    return None

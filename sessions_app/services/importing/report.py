@@ -19,6 +19,9 @@ class ImportReport:
     invalid: int = 0
     dropped: int = 0  # fields of otherwise good records dropped or clamped
     errors: list[str] = field(default_factory=list)
+    # Files left out on purpose (a name that is no session id, another file's session id):
+    # said once, until they change (`skips`); not errors, trying again changes nothing.
+    left_out: list[str] = field(default_factory=list)
     # The projects this run has met (folder: id), each looked up once; only committed ones.
     project_ids: dict[str, int] = field(default_factory=dict, repr=False)
     # CLI branches read before the session they came from (newest first): (row id, source
@@ -33,9 +36,10 @@ class ImportReport:
         imported = _n(self.sessions, "session")
         if self.subagents:
             imported += f" and {_n(self.subagents, 'subagent transcript')}"
+        left_out = f"{len(self.left_out)} left out, " if self.left_out else ""
         return (
             f"{files}, {imported} imported, {_n(self.records, 'record')}, "
-            f"{self.skipped} unchanged, {_n(self.invalid, 'invalid line')}, "
+            f"{self.skipped} unchanged, {left_out}{_n(self.invalid, 'invalid line')}, "
             f"{_n(self.dropped, 'bad field')} dropped, {_n(len(self.errors), 'error')}"
         )
 
