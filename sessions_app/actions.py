@@ -37,6 +37,10 @@ from .services.worktrees import worktree_remove as remove_worktree
 from .views import HtmxHttpRequest, session_or_404
 
 
+def _turns(count: int) -> str:
+    return f"{count} turn{'' if count == 1 else 's'}"
+
+
 def _done(request: HtmxHttpRequest, url: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
@@ -138,7 +142,7 @@ def rewind(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     actor = actor_of_request(request, origin=PAGE)
     audit_record(actor=actor, action="rewind", session=rewound, result=None, turn=turn)
     kept = f" The old history is kept in session {backup}." if backup else ""
-    messages.success(request, f"Rewound to turn {turn}: {rewound.turn_count} turn(s) now.{kept}")
+    messages.success(request, f"Rewound to turn {turn}: {_turns(rewound.turn_count)} now.{kept}")
     return _done(request, reverse("sessions:session_detail", args=[rewound.session_id]))
 
 
@@ -153,7 +157,7 @@ def rewind_undo(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse
         return _failed(request, session, error)
     actor = actor_of_request(request, origin=PAGE)
     audit_record(actor=actor, action="rewind_undo", session=restored, result=None, turn=None)
-    messages.success(request, f"Rewind undone: {restored.turn_count} turn(s) again.")
+    messages.success(request, f"Rewind undone: {_turns(restored.turn_count)} again.")
     return _done(request, reverse("sessions:session_detail", args=[restored.session_id]))
 
 

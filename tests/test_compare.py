@@ -175,3 +175,22 @@ def test_two_sessions_in_worktrees_of_one_repository_show_the_real_git_diff(
     c = claude_session(root, other)
     page = client.get(f"/sessions/{a.session_id}/compare/{c.session_id}/").content.decode()
     assert 'id="compare-git"' not in page
+
+
+def test_two_unrelated_sessions_share_no_history(client, imported: Path) -> None:
+    from django.urls import reverse
+
+    a = Session.objects.get(
+        path=str(
+            imported / "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl"
+        )
+    )
+    b = Session.objects.get(
+        path=str(
+            imported / "cli/claude/-home-dev-code-agents/04fa9149-8141-4f34-8bc2-f6d11b8fa354.jsonl"
+        )
+    )
+    html = client.get(
+        reverse("sessions:compare", args=[a.session_id, b.session_id])
+    ).content.decode()
+    assert "These two sessions share no history" in html and "from turn 0" not in html

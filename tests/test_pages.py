@@ -214,3 +214,12 @@ def test_the_rewind_confirmation_refuses_the_turns_the_rewind_refuses(
     page = unescape(confirm.content.decode())
     assert "<html" in page and words in page and "will leave this session" not in page
     assert words in unescape(posted.content.decode())
+
+
+def test_counts_of_one_turn_read_as_one_turn(client, imported: Path) -> None:
+    session = Session.objects.get(path=str(imported / WEBAPP))
+    url = f"/sessions/{session.session_id}/rewind/"
+    done = body(client.post(url, {"turn": "2"}, follow=True))
+    assert "1 turn now" in done and "turn(s)" not in done
+    refused = body(client.post(url, {"turn": "3"}, follow=True))
+    assert "turn(s)" not in refused and "1 turn;" in refused

@@ -42,7 +42,8 @@ def check_turn(session: Session, turn: int, *, lowest: int) -> None:
         raise InvalidTurn(f"turn must be a whole number, not {turn!r}")
     if session.turn_count < lowest:
         raise InvalidTurn(
-            f"session {session.session_id} has {session.turn_count} turn(s); "
+            f"session {session.session_id} has {session.turn_count} "
+            f"turn{'' if session.turn_count == 1 else 's'}; "
             f"this needs a turn from {lowest} on"
         )
     if not lowest <= turn <= session.turn_count:

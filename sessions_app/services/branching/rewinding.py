@@ -257,7 +257,8 @@ def _append_checked(session: Session, line: bytes, *, turns: int | None) -> Sess
             os.truncate(path, before)
         reindex(session)
         raise WriteCheckFailed(
-            f"{path}: after the rewind record the session has {appended.turn_count} turn(s), "
+            f"{path}: after the rewind record the session has {appended.turn_count} "
+            f"turn{'' if appended.turn_count == 1 else 's'}, "
             f"not {turns}; the record was taken back and nothing changed"
         )
     return appended
