@@ -27,12 +27,17 @@ checks: venv
 	$(TEST_DATA) .venv/bin/lint-imports
 	$(TEST_DATA) $(PY) -m mypy sessions_app
 
+# In a random order (pytest-randomly prints the seed: "Using --randomly-seed=N"), so a test
+# that leans on another's leftovers shows. PYTEST_ARGS="-p randomly --randomly-seed=N"
+# repeats an order, PYTEST_ARGS="-p no:randomly" runs them in file order.
+RANDOM_ORDER = -p randomly
+
 test: checks
-	$(TEST_DATA) $(PY) -m pytest $(PYTEST_ARGS)
+	$(TEST_DATA) $(PY) -m pytest $(RANDOM_ORDER) $(PYTEST_ARGS)
 
 # Everything but the browser and real-CLI tests: the quick loop while working.
 test-fast: checks
-	$(TEST_DATA) $(PY) -m pytest -m "not browser and not compat" $(PYTEST_ARGS)
+	$(TEST_DATA) $(PY) -m pytest $(RANDOM_ORDER) -m "not browser and not compat" $(PYTEST_ARGS)
 
 # The long run of the stateful property test (BRANCHBOARD_PROPERTY_EXAMPLES examples).
 property: venv
