@@ -130,3 +130,63 @@ def test_a_title_taken_while_the_file_was_written_is_written_again(
     derived = facts(new)
     reindex(new, full=True)
     assert facts(new) == derived
+
+
+@pytest.mark.parametrize("relpath", sorted(r for r, n in TURNS.items() if n))
+def test_a_plain_fork_read_back_on_its_bytes_is_a_fresh_import_of_its_file(
+    imported: Path, relpath: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_bytes: list[bool] = []
+    real = readback._read_back_plain
+
+    def counted(*args, **kwargs):
+        found = real(*args, **kwargs)
+        on_bytes.append(found.plain)
+        return found
+
+    monkeypatch.setattr(readback, "_read_back_plain", counted)
+    source = Session.objects.select_related("project").get(path=str(imported / relpath))
+    for turn, include in cuts(source.turn_count):
+        new = session_fork(session=source, turn=turn, include_turn=include)
+        derived = facts(new)
+        reindex(new, full=True)
+        assert facts(new) == derived, (turn, include, len(on_bytes))
+
+
+def test_the_corpus_forks_are_read_back_on_their_bytes(
+    imported: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph: list[Path] = []
+    real = readback.analyse
+
+    def counted(nodes, agent, **kwargs):
+        graph.append(agent)
+        return real(nodes, agent, **kwargs)
+
+    monkeypatch.setattr(readback, "analyse", counted)
+    forks = 0
+    for relpath in sorted(r for r, n in TURNS.items() if n):
+        source = Session.objects.select_related("project").get(path=str(imported / relpath))
+        session_fork(session=source)
+        forks += 1
+    # Sessions that are one chain get no graph built again (5 of the 13 today; the
+    # others have side branches, parallel tool results or slash commands).
+    assert forks and len(graph) < forks, (len(graph), forks)
+
+
+def test_a_fork_its_bytes_cannot_vouch_for_is_checked_on_its_graph(
+    imported: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    relpath = next(r for r, n in sorted(TURNS.items()) if n >= 2)
+    source = Session.objects.select_related("project").get(path=str(imported / relpath))
+
+    def unproven(*args, **kwargs):
+        raise readback.Unproven("for the test")
+
+    monkeypatch.setattr(readback, "_read_back_plain", unproven)
+    monkeypatch.setattr(forking, "index_written", None)  # no full import may be needed
+    new = session_fork(session=source, turn=2)
+    derived = facts(new)
+    reindex(new, full=True)
+    assert facts(new) == derived
+    assert new.turn_count == 2
