@@ -41,6 +41,9 @@ def colour_of(segments: Sequence[str]) -> dict[str, str]:
     return {s: PALETTE[i] if i < len(PALETTE) else OTHER for i, s in enumerate(segments)}
 
 
+NARROW = 360  # the phone's drawing: a 390 px screen shows it near its own size
+
+
 def stacked_bars(
     bars: Sequence[Bar],
     segments: Sequence[str],
@@ -50,7 +53,24 @@ def stacked_bars(
     width: int = 720,
     height: int = 180,
 ) -> SafeString:
-    """Vertical bars, each stacked from its segments in the order given; an SVG element."""
+    """Vertical bars, each stacked from its segments in the order given: two SVG elements,
+    one for wide screens and one drawn narrow for phones (CSS shows one), so that a phone
+    does not shrink the labels to a few pixels."""
+    wide = _stacked(bars, segments, title=title, fmt=fmt, width=width, height=height, labels=8)
+    narrow = _stacked(bars, segments, title=title, fmt=fmt, width=NARROW, height=height, labels=4)
+    return mark_safe(wide + narrow)  # noqa: S308 (every text in both is escaped)
+
+
+def _stacked(
+    bars: Sequence[Bar],
+    segments: Sequence[str],
+    *,
+    title: str,
+    fmt: Callable[[float], str],
+    width: int,
+    height: int,
+    labels: int,
+) -> str:
     bars = list(bars)[-MAX_BARS:]
     colours = colour_of(segments)
     top = max((sum(b.pieces.values()) for b in bars), default=0.0) or 1.0
@@ -59,7 +79,7 @@ def stacked_bars(
     step = plot_w / max(len(bars), 1)
     bar_w = max(1.0, step * 0.8)
     parts = [
-        f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" '
+        f'<svg class="chart {_size(width)}" viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
         f"<title>{escape(title)}</title>",
         f'<line x1="{left}" y1="{pad_top + plot_h}" x2="{width - 8}" y2="{pad_top + plot_h}" '
@@ -68,7 +88,7 @@ def stacked_bars(
         f"{escape(fmt(top))}</text>",
         f'<text x="{left - 6}" y="{pad_top + plot_h}" text-anchor="end" class="tick">0</text>',
     ]
-    label_every = max(1, len(bars) // 8)
+    label_every = max(1, -(-len(bars) // labels))
     for i, bar in enumerate(bars):
         x = left + i * step + (step - bar_w) / 2
         y = float(pad_top + plot_h)
@@ -89,7 +109,11 @@ def stacked_bars(
                 f'class="tick">{escape(bar.label)}</text>'
             )
     parts.append("</svg>")
-    return mark_safe("".join(parts))  # noqa: S308 (every text above is escaped)
+    return "".join(parts)
+
+
+def _size(width: int) -> str:
+    return "chart-narrow" if width <= NARROW else "chart-wide"
 
 
 def legend(segments: Sequence[str]) -> list[tuple[str, str]]:
@@ -107,21 +131,40 @@ def horizontal_bars(
     width: int = 720,
     row: int = 18,
 ) -> SafeString:
-    """One labelled row per bar (long labels such as paths fit), stacked from its segments."""
+    """One labelled row per bar (long labels such as paths fit), stacked from its segments:
+    a wide and a narrow drawing, as `stacked_bars`."""
+    wide = _horizontal(bars, segments, title=title, fmt=fmt, width=width, row=row, label_w=260)
+    narrow = _horizontal(
+        bars, segments, title=title, fmt=fmt, width=NARROW, row=row + 4, label_w=150
+    )
+    return mark_safe(wide + narrow)  # noqa: S308 (every text in both is escaped)
+
+
+def _horizontal(
+    bars: Sequence[Bar],
+    segments: Sequence[str],
+    *,
+    title: str,
+    fmt: Callable[[float], str],
+    width: int,
+    row: int,
+    label_w: int,
+) -> str:
     bars = list(bars)[:MAX_BARS]
     colours = colour_of(segments)
     top = max((sum(b.pieces.values()) for b in bars), default=0.0) or 1.0
-    label_w, value_w = 260, 80
+    value_w = 80 if width > NARROW else 60
+    keep = 42 if width > NARROW else 22  # characters of a label the left column holds
     plot_w = width - label_w - value_w
     height = row * len(bars) + 4
     parts = [
-        f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" '
+        f'<svg class="chart {_size(width)}" viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
         f"<title>{escape(title)}</title>",
     ]
     for i, bar in enumerate(bars):
         y = i * row + 2
-        label = bar.label if len(bar.label) <= 42 else "…" + bar.label[-41:]
+        label = bar.label if len(bar.label) <= keep else "…" + bar.label[-(keep - 1) :]
         parts.append(
             f'<text x="{label_w - 6}" y="{y + row * 0.7:.1f}" text-anchor="end" class="tick">'
             f"{escape(label)}</text>"
@@ -144,4 +187,4 @@ def horizontal_bars(
             f"{escape(fmt(total))}</text>"
         )
     parts.append("</svg>")
-    return mark_safe("".join(parts))  # noqa: S308 (every text above is escaped)
+    return "".join(parts)

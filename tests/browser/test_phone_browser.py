@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from sessions_app.models import Session
 from sessions_app.services.branching import session_fork
@@ -54,3 +54,50 @@ def test_every_page_fits_a_390_px_phone(page: Page, live_server, session_root: P
         assert width <= 390, (url, width, overflowing(page))
         if url.startswith("/sessions/") and url.endswith(f"{source.session_id}/"):
             shot(page, "transcript-phone")
+
+
+def _rendered_font_sizes(page: Page, selector: str) -> list[float]:
+    """The height on screen of each visible chart label: its font size times the SVG's scale."""
+    return page.evaluate(
+        "sel => Array.from(document.querySelectorAll(sel))"
+        ".filter(t => t.ownerSVGElement.getBoundingClientRect().width)"
+        ".map(t => { const svg = t.ownerSVGElement; const scale = svg.getBoundingClientRect()"
+        ".width / svg.viewBox.baseVal.width;"
+        " return parseFloat(getComputedStyle(t).fontSize) * scale; })",
+        selector,
+    )
+
+
+def test_chart_labels_are_readable_on_a_390_px_phone(
+    page: Page, live_server, session_root: Path
+) -> None:
+    assert not usage_refresh().errors
+    page.set_viewport_size({"width": 390, "height": 844})
+    for url in ("/usage/", "/", f"/sessions/{BIGREPO_ID}/"):
+        page.goto(live_server.url + url)
+        if url.startswith("/sessions/"):
+            page.locator("#usage-turns summary").click()
+        sizes = _rendered_font_sizes(page, "svg.chart .tick")
+        assert sizes, url
+        assert min(sizes) >= 10, (url, min(sizes))
+        # The chart a phone shows is the narrow drawing, at about its own size.
+        box = page.locator("svg.chart.chart-narrow").first.bounding_box()
+        assert box is not None and box["width"] <= 390
+
+
+def test_a_session_row_and_its_branch_action_fit_a_390_px_phone(
+    page: Page, live_server, session_root: Path
+) -> None:
+    source = Session.objects.get(path=str(session_root / WEBAPP))
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{live_server.url}/projects/{source.project_id}/")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    row = page.locator(f"#session-{source.session_id}")
+    button = row.locator("button.branch-row")
+    expect(button).to_be_visible()
+    box = button.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    # Without scrolling the table sideways: its box does not scroll.
+    table = page.locator("#session-list table.sessions")
+    assert table.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+    assert row.locator("code").first.bounding_box()["x"] + 1 < 390  # the git branch too
