@@ -23,6 +23,7 @@ from ..formats import TITLE
 from ..formats.markup import tags_removed
 from ..formats.search_text import PART_LABELS, query_terms, short_terms, snippet
 from ..models import Record, SearchText, Session
+from .search_turns import like_pattern, turn_rows
 
 ROW_LIMIT = 400  # record rows fetched per search, best first
 RANK_WINDOW = 1200  # SQLite: a term matched more often is ranked among its newest matches
@@ -30,6 +31,7 @@ SESSION_LIMIT = 50  # sessions shown
 HITS_PER_SESSION = 3  # hits shown per session (the rest: "only in this session")
 WINDOW = 400  # characters of a text fetched around its first match
 PLAIN_WORD = re.compile(r"[A-Za-z0-9]+")
+COLUMNS = "r.session_id, r.line, r.search_text_id, r.turn, r.active, r.kind, r.sidechain"
 
 
 @dataclass
@@ -135,8 +137,22 @@ def search(query: SearchQuery) -> SearchResults:
 
 
 def _ranked_rows(query: SearchQuery, terms: list[str]) -> tuple[list[tuple], bool]:
-    """The best record rows, and whether they were ranked among the newest matches only."""
-    record, session = Record._meta.db_table, Session._meta.db_table
+    """The best record rows, and whether they were ranked among the newest matches only.
+
+    First the records that hold every term; then, for more than one term, the records
+    of turns where every term occurs in some record of the turn.
+    """
+    filters, params = search_filters(query)
+    rows, windowed = _record_rows(terms, filters, params)
+    if len(terms) > 1 and len(rows) < ROW_LIMIT:
+        held = {row[2] for row in rows}
+        more = turn_rows(terms, COLUMNS, filters, params, ROW_LIMIT - len(rows))
+        rows += [row for row in more if row[2] not in held]
+    return rows, windowed
+
+
+def search_filters(query: SearchQuery) -> tuple[str, list]:
+    """The SQL conditions (" AND …", on record `r` and session `s`) of a query's filters."""
     where: list[str] = []
     params: list = []
     if not query.everything and query.session is None:
@@ -159,8 +175,13 @@ def _ranked_rows(query: SearchQuery, terms: list[str]) -> tuple[list[tuple], boo
     if query.until is not None and query.until < date.max:  # the last day has no end
         where.append('r."timestamp" < %s')
         params.append(_day_start(query.until + timedelta(days=1)))
-    filters = "".join(f" AND {w}" for w in where)
-    columns = "r.session_id, r.line, r.search_text_id, r.turn, r.active, r.kind, r.sidechain"
+    return "".join(f" AND {w}" for w in where), params
+
+
+def _record_rows(terms: list[str], filters: str, params: list) -> tuple[list[tuple], bool]:
+    """The best rows of records holding every term."""
+    record, session = Record._meta.db_table, Session._meta.db_table
+    columns = COLUMNS
     if connection.vendor == "postgresql":
         return _postgres_rows(terms, columns, filters, params), False
     match = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
@@ -206,7 +227,7 @@ def _postgres_rows(terms: list[str], columns: str, filters: str, params: list) -
         if cursor.fetchone()[0]:
             cursor.execute(
                 f"SELECT {columns} {joins} WHERE t.words @@ ({words}){likes}{filters} {rank}",
-                [*terms, *(_like(t) for t in checked), *params, *terms, ROW_LIMIT],
+                [*terms, *(like_pattern(t) for t in checked), *params, *terms, ROW_LIMIT],
             )
             rows = cursor.fetchall()
             if len(rows) >= ROW_LIMIT:
@@ -214,13 +235,9 @@ def _postgres_rows(terms: list[str], columns: str, filters: str, params: list) -
         every = " AND ".join(["t.text ILIKE %s"] * len(terms))
         cursor.execute(
             f"SELECT {columns} {joins} WHERE {every}{filters} {rank}",
-            [*(_like(t) for t in terms), *params, *terms, ROW_LIMIT],
+            [*(like_pattern(t) for t in terms), *params, *terms, ROW_LIMIT],
         )
         return cursor.fetchall()
-
-
-def _like(term: str) -> str:
-    return f"%{_like_escape(term)}%"
 
 
 def _fill_snippets(seen: dict[int, Hit], ids: list[int], terms: list[str]) -> None:
@@ -267,10 +284,6 @@ def _count_copies(seen: dict[int, Hit], ids: list[int]) -> None:
         )
         for text_id, sessions in cursor.fetchall():
             seen[text_id].also_in = max(0, sessions - 1)
-
-
-def _like_escape(term: str) -> str:
-    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _day_start(day: date) -> datetime:
