@@ -424,3 +424,27 @@ def test_claudes_ai_title_names_a_session_after_a_custom_title_and_before_the_pr
     sessions_import(roots=[tmp_path / "root"])
     again = Session.objects.get(path=str(path))
     assert (again.title, again.ai_title) == ("mine", "Tidy the reader")
+
+
+def test_the_file_backups_flag_says_what_the_records_say(
+    corpus: Path, corpus_roots: list[Path]
+) -> None:
+    """Kept at import (the transcript reads it instead of scanning records), on a first
+    import and on an append."""
+    from sessions_app.formats.file_history import RECORD_TYPES
+
+    sessions_import(roots=corpus_roots)
+    with_records = set(
+        Record.objects.filter(raw_type__in=RECORD_TYPES).values_list("session_id", flat=True)
+    )
+    flagged = set(Session.objects.filter(file_backups=True).values_list("pk", flat=True))
+    assert flagged == with_records and flagged  # the corpus has some, and not everywhere
+    assert Session.objects.filter(file_backups=False).exists()
+
+    session = Session.objects.filter(file_backups=False, agent="claude", is_subagent=False)[0]
+    snapshot = {"type": "file-history-snapshot", "messageId": "m1", "snapshot": {}}
+    with open(session.path, "ab") as f:
+        f.write(orjson.dumps(snapshot) + b"\n")
+    sessions_import(roots=corpus_roots)
+    session.refresh_from_db()
+    assert session.file_backups

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from django.db.models import Q
 
-from ..formats import agent_for, file_history
+from ..formats import agent_for
 from ..formats.worktrees import MARKER, is_stale, worktree_of
 from ..models import Project, Session
 from ..services import git
@@ -29,9 +29,8 @@ def worktree_possible(session: Session) -> bool:
 def file_backups_kept(session: Session) -> bool:
     """Whether the session's CLI keeps backups of the files it edits and this file has
     checkpoint records (so a fork into a worktree can bring the files back too)."""
-    if not agent_for(session.agent).file_history_folder:
-        return False
-    return session.records.filter(raw_type__in=file_history.RECORD_TYPES).exists()
+    # The flag is kept at import: no look through a long session's records per view.
+    return bool(agent_for(session.agent).file_history_folder) and session.file_backups
 
 
 @dataclass

@@ -14,6 +14,7 @@ from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, several times faster
 
 from ...conversation import Node, node_from_record
 from ...formats import ASSISTANT, INVALID, TITLE, ParsedRecord, agent_for
+from ...formats.file_history import RECORD_TYPES as FILE_BACKUP_TYPES
 from ...models import Session
 from ..discovery import SessionFile
 from .report import ImportReport
@@ -96,6 +97,7 @@ class FileReader:
         self.forked_from: str | None = None
         self.last_copied_line = -1  # the last record copied from `forked_from`
         self.branched_at: datetime | None = None
+        self.file_backups = False  # a file-backup checkpoint record was read
 
     def read(self, f: BinaryIO, offset: int, first_line: int) -> Rows:
         rows = Rows(first_line)
@@ -109,6 +111,7 @@ class FileReader:
         add_type, add_subtype, errors = rows.types.append, rows.subtypes.append, rows.errors
         names: dict[str, str] = {}
         foreign = 0
+        backups = False
         tail_offset, tail, bytes_end, line_end = self.tail_offset, self.tail, 0, 0
         for raw in f:
             length = len(raw)
@@ -123,6 +126,7 @@ class FileReader:
             add_digest(crc32(raw))
             raw_type, subtype = record.raw_type, record.subtype
             add_type(names.setdefault(raw_type, raw_type))
+            backups = backups or raw_type in FILE_BACKUP_TYPES
             add_subtype(names.setdefault(subtype, subtype))
             if record.error:
                 errors[line_no - first_line] = record.error
@@ -134,6 +138,7 @@ class FileReader:
             offset += length
             line_no += 1
         self.foreign_ids += foreign
+        self.file_backups = self.file_backups or backups
         self.tail_offset, self.tail = tail_offset, tail
         if line_end:
             self.bytes_end, self.line_end = bytes_end, line_end

@@ -82,6 +82,7 @@ def reset(session: Session) -> None:
     ):
         setattr(session, name, 0)
     session.tail_digest = ""
+    session.file_backups = False
     session.models_used = []
     session.custom_title = ""
     session.ai_title = ""
@@ -173,6 +174,7 @@ def _write(
     session.file_mtime_ns = stat.st_mtime_ns
     session.file_inode = stat.st_ino
     session.models_used = reader.models
+    session.file_backups = session.file_backups or reader.file_backups
     session.input_tokens += reader.input_tokens
     session.output_tokens += reader.output_tokens
     session.last_message_id = (reader.last_message_id or "")[:128]
