@@ -84,7 +84,7 @@ def family_tree(current: Session, usage: FamilyUsage | None = None) -> FamilyTre
         stack.extend(reversed(kids))
     left_out = max(0, len(order) - MAX_NODES)
     order = order[:MAX_NODES]
-    sessions = Session.objects.annotate(undone=undone_rewind()).in_bulk(order)
+    sessions: dict[int, Session] = Session.objects.annotate(undone=undone_rewind()).in_bulk(order)
     own = {m.session.pk: m.own for m in usage.members} if usage else {}
     nodes: dict[int, TreeNode] = {}
     root_session = sessions[trail_pks[0]]
