@@ -7,7 +7,7 @@ import uuid
 from datetime import date
 from urllib.parse import urlencode
 
-from django.db.models import Exists, OuterRef
+from django.db.models import Count, Exists, OuterRef, Sum
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
@@ -18,6 +18,7 @@ from .formats import REGISTRY
 from .models import Project, Session
 from .selectors.family import AGENT_ID_RE, agent_id_of
 from .selectors.search import Hit, SearchQuery, SearchResults, search
+from .transcript.limits import PAGE_LIMITS
 
 PROJECT_NUMBER = re.compile(r"[0-9]{1,19}")
 MAX_ID = 2**63 - 1
@@ -85,7 +86,10 @@ def hit_url(session: Session, hit: Hit, q: str) -> str:
     if hit.sidechain and turn is None:
         # An inline subagent sits in the turn of the call that started it.
         turn = _turn_before(session, hit.line)
-    if turn:
+    if turn and hit.active and _deep_in_turn(session, turn, hit.line):
+        # The turn's first page would end before the hit: open the page that starts at it.
+        params.update(after=turn - 1, **{"from": hit.line, "skip": 0})
+    elif turn:
         params["after"] = turn - 1
         anchor = f"#turn-{turn}"
     elif not hit.active:
@@ -94,6 +98,15 @@ def hit_url(session: Session, hit: Hit, q: str) -> str:
             params["leaf"] = leaf
     params["hl"] = q
     return f"{base}?{urlencode(params)}{anchor}"
+
+
+def _deep_in_turn(session: Session, turn: int, line: int) -> bool:
+    """Whether so much of the turn comes before `line` that its first page may not reach it."""
+    before = session.records.filter(turn=turn, active=True, line__lt=line)
+    found = before.aggregate(records=Count("pk"), size=Sum("length"))
+    limits = PAGE_LIMITS
+    # Half a page: what is shown weighs more than the lines it comes from, or less.
+    return found["records"] >= limits.items // 2 or (found["size"] or 0) >= limits.page_bytes // 2
 
 
 def _turn_before(session: Session, line: int) -> int | None:

@@ -3,6 +3,8 @@ holding them all ranked first; the same on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,24 @@ def test_words_in_different_records_of_one_turn_match_together(session: Session)
 def test_words_in_different_turns_do_not_match(session: Session) -> None:
     assert search(SearchQuery("pandas vectorise")).groups == []
     assert search(SearchQuery("numpy xyzzy_nowhere")).groups == []
+
+
+def test_a_hit_deep_in_a_long_turn_opens_the_page_that_holds_it(tmp_path: Path, db, client) -> None:
+    sid = "8d2e3f4a-5b6c-4d7e-9f80-1a2b3c4d5e6f"
+    records = [user_record("write a long story", sid=sid)]
+    for n in range(400):
+        words = f"part {n} " + "lorem ipsum dolor sit amet " * 60
+        records.append(assistant_record(words, sid=sid, parent=records[-1]["uuid"]))
+    records.append(assistant_record("the end: zanzibarquux", sid=sid, parent=records[-1]["uuid"]))
+    folder = tmp_path / "root" / "-work-long"
+    folder.mkdir(parents=True)
+    (folder / f"{sid}.jsonl").write_bytes(jsonl(records))
+    sessions_import(roots=[tmp_path / "root"])
+    assert not search_refresh().errors
+    page = client.get("/search/", {"q": "zanzibarquux"}).content.decode()
+    link = re.search(rf'href="(/sessions/{sid}/\?[^"]+)"', page)
+    assert link, page
+    url = html.unescape(link.group(1))
+    assert "hl=zanzibarquux" in url
+    opened = client.get(url.split("#")[0]).content.decode()
+    assert "zanzibarquux" in opened, "the page the hit opens holds the hit"
