@@ -90,6 +90,7 @@ class SessionHits:
     session: Session
     hits: list[Hit]
     more: int = 0  # hits in this session beyond those shown
+    url: str = ""  # where the session is shown (set by the page)
 
 
 @dataclass
