@@ -84,7 +84,11 @@ def family_tree(current: Session, usage: FamilyUsage | None = None) -> FamilyTre
         stack.extend(reversed(kids))
     left_out = max(0, len(order) - MAX_NODES)
     order = order[:MAX_NODES]
-    sessions: dict[int, Session] = Session.objects.annotate(undone=undone_rewind()).in_bulk(order)
+    sessions = Session.objects.in_bulk(order)
+    # Backups of undone rewinds are marked (no separate direction any more).
+    undone = Session.objects.filter(pk__in=order).filter(undone_rewind())
+    for backup in undone.values_list("pk", flat=True):
+        sessions[backup].undone = True  # type: ignore[attr-defined]
     own = {m.session.pk: m.own for m in usage.members} if usage else {}
     nodes: dict[int, TreeNode] = {}
     root_session = sessions[trail_pks[0]]
