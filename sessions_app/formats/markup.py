@@ -162,7 +162,8 @@ def expansion_text(body: str) -> str:
 
 def _unescaped(text: str) -> str:
     """A JSON string's body, escapes decoded, up to its closing quote or its end."""
-    body = STRING_BODY_RE.match(text).group(0)  # type: ignore[union-attr]  (always matches)
+    found = STRING_BODY_RE.match(text)  # always matches: the pattern accepts ""
+    body = found.group(0) if found else ""
     body = CUT_ESCAPE_RE.sub("", body)
     try:
         return json.loads(f'"{body}"')
