@@ -18,8 +18,9 @@ def test_the_usage_page_draws_its_charts_and_numbers(
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(live_server.url + "/usage/")
     panel = page.locator("#usage-panel")
-    chart = panel.locator("svg.chart")
+    chart = panel.locator("svg.chart.chart-wide")  # a wide screen shows the wide drawing
     expect(chart).to_be_visible()
+    expect(panel.locator("svg.chart.chart-narrow")).to_be_hidden()
     assert chart.bounding_box()["width"] > 400
     assert panel.locator("svg.chart rect").count() >= 7  # a bar piece per day and model
     expect(panel.locator("table.by-model")).to_contain_text("claude-opus-4-6")
