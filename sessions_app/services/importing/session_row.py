@@ -260,8 +260,8 @@ def cli_branches_link(unlinked: list[tuple[int, str, int, datetime | None]]) -> 
     """Link the CLI branches read before the session they came from, if it is imported now."""
     for pk, parent_id, copied_turns, made in unlinked:
         parent = Session.objects.filter(session_id=parent_id).exclude(pk=pk).first()
-        if parent is None:
-            continue  # not among the files (yet)
+        if parent is None or _descends_from(parent.pk, pk):
+            continue  # not among the files (yet), or a link that would close a circle
         fields: dict[str, object] = {
             "parent": parent,
             "kind": Session.Kind.BRANCH,
@@ -270,3 +270,15 @@ def cli_branches_link(unlinked: list[tuple[int, str, int, datetime | None]]) -> 
         if made is not None:
             fields["made_at"] = made
         Session.objects.filter(pk=pk, parent__isnull=True, kind="").update(**fields)
+
+
+def _descends_from(start: int, ancestor: int) -> bool:
+    """Whether `ancestor` is up the parent links from session `start` (or is it)."""
+    seen: set[int] = set()
+    at: int | None = start
+    while at is not None and at not in seen:
+        if at == ancestor:
+            return True
+        seen.add(at)
+        at = Session.objects.filter(pk=at).values_list("parent_id", flat=True).first()
+    return False
