@@ -260,6 +260,8 @@ def test_a_1_0_command_reads_as_its_name_with_its_expansion_decoded() -> None:
     assert plain(text[:-40]) == "/init"
     # A search snippet's window, and what search indexes: words, no tags, no JSON.
     assert not JSON_RE.search(tags_removed(text)) and "<command" not in tags_removed(text)
+    assert tags_removed("command-name> Please analyze, see </comm").strip() == "Please analyze, see"
+    assert tags_removed("a -> b </b>") == "a -> b </b>"  # others' tags and arrows stay
     assert shown_text(text) == '/init\nPlease analyze\n\nWhat to add:\n1. "Commands"'
 
 

@@ -43,6 +43,10 @@ BLOCK_RE = re.compile(
     r"^[ \t]*<(" + "|".join(BLOCK_TAGS) + r")>(.*?)</\1>[ \t]*(?:\r?\n|\Z)", re.S | re.M
 )
 TAG_RE = re.compile(r"</?(?:" + "|".join(BLOCK_TAGS) + r")>")
+# A tag a snippet's window cut in two, at its start ("command-name>") or its end ("</comm").
+EDGE_TAG_RE = re.compile(
+    r"^/?(?:" + "|".join(BLOCK_TAGS) + r")>|</?(?:" + "|".join(BLOCK_TAGS) + r")?[a-z_-]*\Z"
+)
 # An expansion cut short (a page cuts a long prompt) has no closing tag: it runs to the end.
 CONTENTS_RE = re.compile(r"<command-contents>(.*?)(?:</command-contents>|\Z)", re.S)
 JSON_TEXT_RE = re.compile(r'^\s*\{\s*"type"\s*:\s*"text"\s*,\s*"text"\s*:\s*"', re.S)
@@ -231,11 +235,11 @@ def tags_removed(text: str) -> str:
     """`text` with the CLI's markup tags made spaces, their contents kept: for a piece of
     text that may cut a block in two (a search snippet). A slash command's expansion
     (`<command-contents>` JSON) reads as its decoded text."""
-    if "<" not in text:
+    if "<" not in text and ">" not in text:
         return text
     if "<command-contents>" in text:
         text = CONTENTS_RE.sub(lambda m: f" {expansion_text(m.group(1))} ", text)
-    return TAG_RE.sub(" ", text)
+    return EDGE_TAG_RE.sub(" ", TAG_RE.sub(" ", text))
 
 
 def shown_text(text: str) -> str:
