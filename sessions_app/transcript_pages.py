@@ -15,7 +15,7 @@ from .formats.running import MODES
 from .models import Session
 from .permissions import can_manage_worktrees, can_run, can_write
 from .resume import in_legacy_folder, resume_command
-from .selectors.usage import session_usage
+from .selectors.session_usage import session_usage
 from .selectors.worktrees import file_backups_kept, worktree_possible
 from .services.runs import run_refresh
 from .transcript import PAGE_LIMITS, Page, build_page

@@ -8,7 +8,8 @@ from datetime import date
 from .models import Project, Session
 from .pricing import bundled_source
 from .rendering.charts import Bar, legend, stacked_bars
-from .selectors.usage import DayUsage, Totals, turn_usage, usage_by_day, usage_by_model
+from .selectors.session_usage import turn_usage
+from .selectors.usage import DayUsage, Totals, usage_by_day, usage_by_model
 from .templatetags.numbers import tokens as tokens_text
 from .templatetags.numbers import usd
 

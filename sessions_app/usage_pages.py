@@ -18,9 +18,9 @@ from django.views.decorators.http import require_safe
 from .formats import REGISTRY
 from .models import Project
 from .rendering.charts import Bar, horizontal_bars
+from .selectors.session_usage import session_usage_parts
 from .selectors.usage import (
     Totals,
-    session_usage_parts,
     usage_by_day,
     usage_by_model,
     usage_by_project,

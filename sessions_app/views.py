@@ -16,9 +16,9 @@ from .lineage import lineage_svg
 from .models import Session
 from .pricing import bundled_source
 from .selectors.family import AGENT_ID_RE
+from .selectors.session_usage import family_usage
 from .selectors.subagents import call_subagent as call_subagent_records
 from .selectors.tree import family_tree
-from .selectors.usage import family_usage
 from .services.roots import UnsafePath, open_regular
 from .transcript import PAGE_LIMITS, build_page, build_turns, full_item
 from .tree_html import tree_html

@@ -21,10 +21,8 @@ from sessions_app.formats.usage import MessageUsage, claude_usage, qwen_usage
 from sessions_app.models import Session, Usage
 from sessions_app.pricing import rates
 from sessions_app.rendering.charts import Bar, horizontal_bars, stacked_bars
+from sessions_app.selectors.session_usage import family_usage, session_usage, turn_usage
 from sessions_app.selectors.usage import (
-    family_usage,
-    session_usage,
-    turn_usage,
     usage_by_day,
     usage_by_project,
 )

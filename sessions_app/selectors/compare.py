@@ -18,7 +18,8 @@ from ..formats import ASSISTANT, TOOL_RESULT, agent_for
 from ..models import Session
 from .branches import Branch, branch_records
 from .records import transcript_records
-from .usage import Totals, lines_usage, turn_usage
+from .session_usage import lines_usage, turn_usage
+from .usage import Totals
 
 MAX_TURNS = 200  # turns shown per side after the split
 REPLY_CHARS = 300

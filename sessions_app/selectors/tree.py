@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 
 from ..models import Session
 from .lists import undone_rewind
-from .usage import FamilyUsage, Totals
+from .session_usage import FamilyUsage
+from .usage import Totals
 
 MAX_NODES = 200
 EPOCH = datetime.min.replace(tzinfo=UTC)
