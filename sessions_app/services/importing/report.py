@@ -26,7 +26,9 @@ class ImportReport:
     project_ids: dict[str, int] = field(default_factory=dict, repr=False)
     # CLI branches read before the session they came from (newest first): (row id, source
     # session id, turns copied, when made), linked at the end of the run.
-    unlinked: list[tuple[int, str, int, datetime | None]] = field(default_factory=list, repr=False)
+    unlinked: list[tuple[int, str, int | None, datetime | None]] = field(
+        default_factory=list, repr=False
+    )
 
     def summary(self) -> str:
         """The one-line summary printed at the end of an import."""

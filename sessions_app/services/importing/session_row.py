@@ -201,7 +201,7 @@ def _write(
     session.cwd = session.cwd or reader.cwd
     session.git_branch = (reader.git_branch or session.git_branch)[:255]
     made = None
-    unlinked: tuple[str, int, datetime | None] | None = None
+    unlinked: tuple[str, int | None, datetime | None] | None = None
     if source.is_subagent:
         session.owner_session_id = session.owner_session_id or _uuid_or_none(reader.owner_id)
         session.agent_name = session.agent_name or _subagent_name(source.path, source.root)
@@ -256,7 +256,7 @@ def _subagent_name(path: Path, root: Path) -> str:
     return path.stem
 
 
-def cli_branches_link(unlinked: list[tuple[int, str, int, datetime | None]]) -> None:
+def cli_branches_link(unlinked: list[tuple[int, str, int | None, datetime | None]]) -> None:
     """Link the CLI branches read before the session they came from, if it is imported now."""
     for pk, parent_id, copied_turns, made in unlinked:
         parent = Session.objects.filter(session_id=parent_id).exclude(pk=pk).first()
