@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from bench.bench_fork import generate
-from sessions_app.formats.writing import restamp_into
+from sessions_app.formats.writing import UNCHANGED, restamp_into
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NEW_ID = "11111111-2222-4333-8444-555555555555"
@@ -66,16 +66,17 @@ def _restamp_now(line: bytes, *, source_id: str, message_uuid: str | None) -> tu
 
 
 def _lines_of(path: Path) -> list[tuple[bytes, str, str | None]]:
-    """(line, its session id, its uuid) for every JSON object line that has a session id."""
+    """(line, the session id it is copied from, its uuid) for every JSON object line."""
     out = []
     for line in path.read_bytes().splitlines(keepends=True):
         try:
             data = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(data, dict) and isinstance(data.get("sessionId"), str):
+        if isinstance(data, dict):
+            source_id = data.get("sessionId")
             message_uuid = data.get("uuid") if isinstance(data.get("uuid"), str) else None
-            out.append((line, data["sessionId"], message_uuid))
+            out.append((line, source_id if isinstance(source_id, str) else path.stem, message_uuid))
     return out
 
 
@@ -88,7 +89,10 @@ def _check_same_as_before(lines: list[tuple[bytes, str, str | None]]) -> int:
             line, source_id=source_id, new_id=NEW_ID, message_uuid=message_uuid
         )
         assert now == before, line[:200]
-        if at >= 0:
+        if at == UNCHANGED:
+            fast += 1
+            assert now == line if line.endswith(b"\n") else line + b"\n"
+        elif at >= 0:
             fast += 1
             assert now.startswith(b'"sessionId":"' + NEW_ID.encode() + b'"', at)
             assert orjson.loads(now)["sessionId"] == NEW_ID

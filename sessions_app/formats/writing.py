@@ -20,6 +20,7 @@ import msgspec
 import orjson
 
 SESSION_KEY = b'"sessionId"'
+UNCHANGED = -2  # `restamp_into`: the line was copied as it is
 FORKED_KEY = b'"forkedFrom"'
 
 
@@ -91,8 +92,10 @@ def restamp_into(
     Returns where the new `"sessionId":"<id>"` starts in the written line when the
     line was edited on its bytes at its proven top-level key (`top_level_id_at`):
     then the line is its source with only that id changed and, with `message_uuid`,
-    `forkedFrom` added before its last `}`. Otherwise -1 (parsed and re-serialised,
-    or, with `reversible`, carried through unchanged).
+    `forkedFrom` added before its last `}`. `UNCHANGED` when the line names no session
+    and gets no `forkedFrom` (bookkeeping such as file-history snapshots): copied as it
+    is. Otherwise -1 (parsed and re-serialised, or, with `reversible`, carried through
+    unchanged).
     """
     end = len(line)
     while end and line[end - 1] in b"\r\n":
@@ -124,6 +127,10 @@ def restamp_into(
     if reversible:
         write(line)
         return -1
+    if at < 0 and not message_uuid and line.find(b"\\u", 0, end) == -1:
+        # No key can spell `sessionId` (not plainly, and no escape): nothing to change.
+        write(line if line[end:] else line + newline)
+        return UNCHANGED
     try:
         data = orjson.loads(line[:end])
     except orjson.JSONDecodeError:

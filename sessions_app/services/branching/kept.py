@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from django.utils.dateparse import parse_datetime
 
 from ...conversation import Node
-from ...formats import ASSISTANT, COMMAND, PROMPT
+from ...formats import ASSISTANT, COMMAND, LOCAL_OUTPUT, PROMPT
 from ...formats.shape import Row
 
 
@@ -21,9 +21,10 @@ class Written:
     and what the read-back needs to vouch for each line without parsing it.
 
     A fork is *plain* when every kept line was edited on its bytes at its proven top-level
-    `sessionId` (`at` >= 0) and the kept uuid records form one chain, each the parent of
-    the next, whose prompts (no slash commands) are the source's turn starts, with the
-    source's turns and active flags: then a fresh import of the new file gives every line
+    `sessionId` or copied unchanged (`at` != -1) and the kept uuid records form one chain,
+    each the parent of the next, whose turn starts are the source's (a slash command the
+    source did not count is followed by its local output), with the source's turns and
+    active flags: then a fresh import of the new file gives every line
     the facts of its source row, and the read-back compares bytes instead of parsing and
     building the graph again. Otherwise `nodes` and `facts` are loaded for the graph check.
     """
@@ -43,6 +44,7 @@ class Written:
         self.plain = True
         self.root_parent = ""  # the first kept record's parent (must not be kept)
         self.last_uuid = ""
+        self.local_command = False  # the last record was a slash command not counted as a turn
         self.turns = 0
         self.turn: list[int | None] = []
         self.prompt_lines: list[int] = []
@@ -64,16 +66,26 @@ class Written:
         self.assistants += assistant
         if not self.plain:
             return
-        plain = at >= 0
+        plain = at != -1
         if uuid:
             parent = row.parent_uuid or row.logical_parent_uuid
             if not self.last_uuid:
                 self.root_parent = parent
             elif parent != self.last_uuid:
                 plain = False  # a record whose parent is not the one before it
+            if self.local_command and row.kind != LOCAL_OUTPUT:
+                plain = False  # a slash command not a turn, for a reason the copy can't see
             self.last_uuid = uuid
-            prompt = row.kind == PROMPT
-            if row.kind == COMMAND or bool(row.starts_turn) != prompt or not row.active:
+            prompt = bool(row.starts_turn)
+            # The turn rule on one chain: a prompt starts a turn; a slash command does
+            # unless a local command answered it (its child here was its child there);
+            # nothing else does.
+            self.local_command = row.kind == COMMAND and not prompt
+            if (row.kind == PROMPT and not prompt) or (
+                prompt and row.kind not in (PROMPT, COMMAND)
+            ):
+                plain = False
+            if not row.active:
                 plain = False
             if prompt:
                 self.turns += 1

@@ -30,7 +30,7 @@ from zlib_ng.zlib_ng import crc32
 
 from ...conversation import Analysis, Node, analyse, node_from_record
 from ...formats import ASSISTANT, COMMAND, PROMPT, ParsedRecord, agent_for
-from ...formats.writing import forked_member, id_member
+from ...formats.writing import UNCHANGED, forked_member, id_member
 from ...models import Session
 from ..import_plan import HEAD_BYTES
 from .copying import rows
@@ -213,6 +213,8 @@ def _read_back_plain(
     uuids = {u for u in written.uuids if u}
     if len(uuids) != sum(1 for u in written.uuids if u) or written.root_parent in uuids:
         raise Unproven("the kept records are not one chain")
+    if written.local_command:
+        raise Unproven("the last record is a slash command no local output answers here")
     title = agent.parse_line(title_line)
     title_node = node_from_record(count, title)
     if title_node.kind in (PROMPT, COMMAND) or (
@@ -248,19 +250,23 @@ def _read_back_plain(
             # The line with its new id masked is its source line, as the import read it.
             at, uuid = ats[k], written.uuids[k]
             body = n - 1  # the copy ends each line with its source's newline, or adds one
-            suffix = forked_member(source_id, uuid) if uuid else b"}"
-            if not (
-                raw.startswith(new_needle, at)
-                and raw.endswith(suffix, 0, body)
-                and at + size <= body - len(suffix)
-            ):
-                raise Unproven(f"line {k + 1} is not its source record restamped")
-            with memoryview(raw) as view:
-                crc = crc32(view[:at])
-                crc = crc32(old_needle, crc)
-                crc = crc32(view[at + size : body - len(suffix)], crc)
-                crc = crc32(b"}", crc)
-            source_length = body - len(suffix) + 1
+            if at == UNCHANGED:
+                suffix = b""
+                crc = crc32(memoryview(raw)[:body])
+            else:
+                suffix = forked_member(source_id, uuid) if uuid else b"}"
+                if not (
+                    raw.startswith(new_needle, at)
+                    and raw.endswith(suffix, 0, body)
+                    and at + size <= body - len(suffix)
+                ):
+                    raise Unproven(f"line {k + 1} is not its source record restamped")
+                with memoryview(raw) as view:
+                    crc = crc32(view[:at])
+                    crc = crc32(old_needle, crc)
+                    crc = crc32(view[at + size : body - len(suffix)], crc)
+                    crc = crc32(b"}", crc)
+            source_length = body - len(suffix) + (1 if suffix else 0)
             if written.source_length[k] == source_length + 1:
                 crc = crc32(b"\n", crc)
             elif written.source_length[k] != source_length:
