@@ -56,6 +56,8 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         "live": live,
         "show_all": show_all,
         "leaf": leaf,
+        # The words a search hit opened the page with: the rest of the turn marks them too.
+        "hl": searched_words(request),
         "crumb_here": "abandoned branch" if leaf else (f"from turn {after + 1}" if after else ""),
         "branch_turns": total,
         "resume_command": resume_command(session),
@@ -82,6 +84,11 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         context["rewind_undone"] = selectors.rewind_undone(session)
         context["edit_prompt"] = selectors.edit_prompt(session)
     return render(request, template, context)
+
+
+def searched_words(request: HttpRequest) -> str:
+    """The page's `?hl=` words, bounded like a search's query, for the links to its chunks."""
+    return request.GET.get("hl", "").replace("\x00", "").strip()[:500]
 
 
 def _active_page(

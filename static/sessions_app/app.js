@@ -195,6 +195,14 @@ window.addEventListener("load", function () {
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", highlight);
   else highlight();
+  // The rest of a long turn, loaded on scroll, is marked as it arrives (not scrolled to).
+  document.addEventListener("htmx:load", function (event) {
+    const q = new URLSearchParams(window.location.search).get("hl");
+    const elt = event.detail.elt;
+    if (!q || !elt.closest || !elt.closest("#turns")) return;
+    const words = terms(q);
+    if (words.length) mark(elt, words);
+  });
 })();
 
 // Theme toggle: follow the system, dark, light; remembered in this browser.

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+import pytest
+from playwright.sync_api import Locator, Page, expect
 
+from sessions_app.services.importing import sessions_import
 from sessions_app.services.searching import search_refresh
+from tests.test_search_chunks import LONG_SID, WORD, long_turn_file
 
 from .conftest import shot
 
@@ -60,3 +65,44 @@ def test_search_only_in_this_session_from_the_transcript(
     groups = page.locator(".search-group")
     expect(groups).to_have_count(1)
     expect(groups.first).to_contain_text("subtract feature")
+
+
+@pytest.fixture
+def long_turn_root(tmp_path: Path, transactional_db: None, settings) -> Path:
+    """One session of one long turn (many chunks): WORD deep in it, and again near its end."""
+    root = tmp_path / "long"
+    long_turn_file(root, hits=(250, 390))
+    settings.SESSION_ROOTS = [root]
+    assert not sessions_import(roots=[root]).errors
+    assert not search_refresh().errors
+    return root
+
+
+def _in_view(page: Page, mark: Locator) -> bool:
+    """Whether the element's box lies within the window's height."""
+    box = mark.bounding_box()
+    height = page.evaluate("window.innerHeight")
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= height
+
+
+def test_a_hit_deep_in_a_long_turn_opens_marked_and_in_view_and_later_chunks_are_marked(
+    page: Page, live_server, long_turn_root: Path
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 860})
+    page.goto(f"{live_server.url}/search/?q={WORD}")
+    page.locator("#search-results .hit-link").first.click()
+    expect(page).to_have_url(re.compile(rf"/sessions/{LONG_SID}/\?.*hl={WORD}"))
+    current = page.locator("mark.search-hit.current")
+    expect(current).to_have_text(WORD)
+    assert _in_view(page, current), "the page scrolled to the marked hit"
+    expect(page.locator("#turns")).not_to_contain_text("part 100 ")  # several chunks in
+    # Scroll on: the chunk holding the second match, loaded on scroll, has it marked.
+    last = page.locator("#turns p", has_text="part 390 ")
+    deadline = time.monotonic() + 30
+    while not last.count() and time.monotonic() < deadline:
+        page.mouse.wheel(0, 20_000)
+        page.wait_for_load_state("networkidle")
+    marked = last.locator("mark.search-hit")
+    expect(marked).to_have_text(WORD)
+    marked.scroll_into_view_if_needed()
+    assert _in_view(page, marked)
