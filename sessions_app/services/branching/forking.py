@@ -98,7 +98,7 @@ def fork(
         base["gitBranch"] = elsewhere.branch
     # A first choice, made without a lock; checked again when the fork is registered.
     chosen = unique_title(session, title)
-    written = Written()
+    written = Written(off_branch=revived is not None)
     try:
         with new_file(target) as temp:
             # No database lock is held while the file is streamed, fsynced and read back.

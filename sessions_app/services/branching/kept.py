@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from django.utils.dateparse import parse_datetime
@@ -29,7 +30,8 @@ class Written:
     building the graph again. Otherwise `nodes` and `facts` are loaded for the graph check.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, off_branch: bool = False) -> None:
+        self.off_branch = off_branch  # the kept rows may lie off the active branch (revived)
         self.src = array("q")
         self.length = array("q")
         self.digest = array("q")
@@ -99,7 +101,7 @@ class Written:
         self.turn.append(turn)
         self.plain = plain
 
-    def load_graph(self, rows: list[Row]) -> None:
+    def load_graph(self, rows: Iterable[Row]) -> None:
         """The kept rows' nodes and facts, for the graph check (`rows`: the source's, in order)."""
         wanted = iter(self.src)
         line = next(wanted, None)

@@ -115,7 +115,7 @@ def read_back(
         except Unproven:
             pass
     if not written.nodes:
-        written.load_graph(list(rows(session, fork_only=True)))
+        written.load_graph(rows(session, fork_only=not written.off_branch))
     agent = agent_for(session.agent)
     # The kept rows' nodes were taken in the copy's own pass over the index.
     nodes, facts, kept_assistants = list(written.nodes), written.facts, written.assistants
@@ -325,13 +325,16 @@ def _cwd_and_branch_plain(
 
         for k in range(count):
             raw = line(k)
-            if b'"cwd"' in raw and (found := parse_line(raw).cwd):
+            # A key spelled with an escape is found by parsing too.
+            named = b'"cwd"' in raw or b"\\u" in raw
+            if named and (found := parse_line(raw).cwd):
                 cwd = found
                 break
         cwd = cwd or title.cwd or ""
         for k in range(count - 1, -1, -1) if not branch else ():
             raw = line(k)
-            if b'"gitBranch"' in raw and (found := parse_line(raw).git_branch):
+            named = b'"gitBranch"' in raw or b"\\u" in raw
+            if named and (found := parse_line(raw).git_branch):
                 branch = found
                 break
     return cwd, branch
