@@ -17,18 +17,12 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from .models import Session
+from .splits import kind_label, split_label
 
 NODE_W, NODE_H, GAP_X, GAP_Y = 230, 44, 60, 16
 MAX_CHAIN = 8  # boxes from the root down to the current session
 MAX_DEPTH = 12  # columns
 MAX_BOXES = 120  # sessions drawn besides that way down
-KIND_LABELS = {
-    "branch": "branch",
-    "fork": "fork at turn {turn}",
-    "fork_before": "edit & fork before turn {turn}",
-    "rewind_backup": "backup before rewind to turn {turn}",
-    "revived": "brought back, split at turn {turn}",
-}
 
 
 @dataclass(slots=True)
@@ -40,10 +34,10 @@ class Box:
     children: list[Box] = field(default_factory=list)
 
 
-def split_label(session: Session) -> str:
-    """How a session came from its parent, e.g. "fork at turn 4"."""
-    label = KIND_LABELS.get(session.kind, "")
-    return label.format(turn=session.fork_turn or "?") if label else "original"
+def how_made(session: Session) -> str:
+    """How a session came from its parent, e.g. "branch, split after turn 4"."""
+    split = split_label(session)
+    return f"{kind_label(session)}, split {split}" if split else kind_label(session)
 
 
 def family_boxes(parent_of: dict[int, int], current: int) -> Box:
@@ -190,7 +184,7 @@ def _node(session: Session, x: int, y: int, *, current: bool) -> str:
         title if len(title) <= 30 else title[:29] + "…",
         x + 10,
         y + 35,
-        f"{split_label(session)} · {turns(session.turn_count)}",
+        f"{how_made(session)} · {turns(session.turn_count)}",
         title,
     )
 

@@ -8,8 +8,10 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from .lineage import how_made
 from .models import Session
 from .selectors.tree import FamilyTree, TreeNode
+from .splits import after_turn
 from .templatetags.numbers import usd, when
 
 DEEP = 8  # from this level on, branches are not indented further (a phone stays readable)
@@ -33,13 +35,16 @@ def _card(node: TreeNode, current: Session) -> SafeString:
         url = reverse("sessions:session_detail", args=[owner.session_id])
         against = reverse("sessions:compare", args=[owner.session_id, owner.session_id])
         leaf = quote(str(branch.get("leaf_uuid") or ""), safe="")
+        # It replaced turn `at_turn` of the active branch: they share the turns before it.
+        at_turn = branch.get("at_turn")
+        split = after_turn(at_turn - 1) if isinstance(at_turn, int) and at_turn > 0 else ""
         return format_html(
             '<span class="tree-title">“{}”</span> <span class="meta">left by a rewind inside '
-            "the CLI at turn {} · {} · still in this file</span> "
+            "the CLI{} · {} · still in this file</span> "
             '<a class="meta" href="{}?leaf={}">open it</a> · '
             '<a class="meta compare-branch" href="{}?leaf_b={}">compare with the active branch</a>',
             prompt if len(prompt) <= 160 else prompt[:159] + "…",
-            branch.get("at_turn") or "?",
+            f", split {split}" if split else "",
             _plural(int(branch.get("turns") or 0), "turn"),
             url,
             leaf,
@@ -47,10 +52,9 @@ def _card(node: TreeNode, current: Session) -> SafeString:
             leaf,
         )
     s = node.session
-    kind = s.get_kind_display() or "original"
+    kind = how_made(s)
     if getattr(s, "undone", False):
         kind += " · rewind undone: its session holds this history again"
-    split = f" at turn {s.fork_turn}" if s.fork_turn else ""
     own = node.own
     cost = format_html(" · own cost {}", usd(own.cost)) if own and own.messages else ""
     level = f" · level {node.depth}" if node.depth >= DEEP else ""
@@ -63,12 +67,11 @@ def _card(node: TreeNode, current: Session) -> SafeString:
         else ""
     )
     return format_html(
-        '<a href="{}" class="tree-title">{}</a>{} <span class="meta">{}{} · {}{}{}{}{}</span>{}',
+        '<a href="{}" class="tree-title">{}</a>{} <span class="meta">{} · {}{}{}{}{}</span>{}',
         reverse("sessions:session_detail", args=[s.session_id]),
         s.title or str(s.session_id),
         mark_safe(' <span class="badge">this session</span>') if s.pk == current.pk else "",
         kind,
-        split,
         _plural(s.turn_count, "turn"),
         _when("made", node.made),
         _when("last activity", s.updated_at),

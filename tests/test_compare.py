@@ -102,7 +102,7 @@ def test_any_two_of_a_family_can_be_picked_from_the_lineage_page(
     assert response.status_code == 302
     assert response["Location"] == f"/sessions/{one.session_id}/compare/{two.session_id}/"
     page = client.get(response["Location"]).content.decode()
-    assert "Two directions from turn 1" in page
+    assert "Two directions, split after turn 1" in page
     assert client.get(f"/sessions/{two.session_id}/compare/", {"a": "x"}).status_code == 404
     # The form starts on a pair, never on one session twice: a fork with its parent, the
     # original with its first fork.
@@ -133,7 +133,7 @@ def test_a_session_compares_with_a_branch_its_cli_rewind_abandoned(
 
     url = f"/sessions/{session.session_id}/compare/{session.session_id}/"
     page = client.get(f"{url}?leaf_b={left['leaf_uuid']}").content.decode()
-    assert "Two directions from turn 2" in page and "abandoned branch" in page
+    assert "Two directions, split after turn 2" in page and "abandoned branch" in page
     assert "a different prompt after rewind" in page and "one more prompt in the branch" in page
     assert f'?leaf={left["leaf_uuid"]}"' in page  # the branch's side links to its own page
     # Reached from the branch's page and from the tree.

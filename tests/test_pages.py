@@ -49,8 +49,12 @@ def test_sessions_page_lists_badges_and_lineage(client, imported: Path) -> None:
     source = Session.objects.get(path=str(imported / WEBAPP))
     fork = session_fork(session=source, turn=2)
     html = body(client.get(f"/projects/{source.project_id}/"))
-    assert "subtract feature (Branch)" in html and "fork" in html
-    assert "Branched from" in html and "at turn 2" in html
+    # "Branch from here" made it: its title and its badge both say branch.
+    assert (
+        "subtract feature (Branch)" in html
+        and '<span class="badge kind-fork">branch</span>' in html
+    )
+    assert "Branched from" in html and ", split after turn 2" in html
     assert "1 branch" in html  # the parent's children count
     assert str(fork.session_id) in html
 
@@ -115,7 +119,7 @@ def test_lineage_svg_links_every_session(client, imported: Path) -> None:
     fork = session_fork(session=source, turn=1)
     html = body(client.get(f"/sessions/{fork.session_id}/lineage/"))
     assert "<svg" in html and f'href="/sessions/{source.session_id}/"' in html
-    assert f'href="/sessions/{fork.session_id}/"' in html and "fork at turn 1" in html
+    assert f'href="/sessions/{fork.session_id}/"' in html and "branch, split after turn 1" in html
 
 
 def test_exports(client, imported: Path) -> None:

@@ -64,7 +64,7 @@ class Side:
 class Comparison:
     a: Side
     b: Side
-    split: int  # turns 1..split are the same on both sides
+    split: int  # turns 1..split are the same on both sides: `splits.last_shared_turn`
     shared: list[str]  # their prompts
     files: list[tuple[str, list[tuple[int, str]], list[tuple[int, str]]]]  # path, a's, b's
 
