@@ -342,7 +342,12 @@ def test_rewind_command_and_undo_command(imported: Path) -> None:
     assert info["turns"] == 1 and info["backup_id"]
     out = io.StringIO()
     call_command("rewind_session", str(source.session_id), "--undo", stdout=out)
-    assert "restored: 3 turn(s) now" in out.getvalue()
+    assert f"session {source.session_id} restored: 3 turns now" in out.getvalue()
+    out = io.StringIO()
+    call_command("rewind_session", str(source.session_id), "--turn", "2", stdout=out)
+    assert f"session {source.session_id} rewound to turn 2: 1 turn now\n" in out.getvalue()
+    assert "(s)" not in out.getvalue()
+    call_command("rewind_session", str(source.session_id), "--undo", stdout=io.StringIO())
     with pytest.raises(CommandError, match="no rewind to undo") as exc:
         call_command("rewind_session", str(source.session_id), "--undo", stdout=io.StringIO())
     assert exc.value.returncode == 4

@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 from django.core.management.base import BaseCommand, CommandParser
+from django.template.defaultfilters import pluralize
 
 from sessions_app.management.refusing import JSON_HELP, refuse
 from sessions_app.selectors import session_summary
@@ -53,7 +54,10 @@ class Command(BaseCommand):
             self.stdout.write(orjson.dumps(info).decode())
             return
         done = "restored" if options["undo"] else f"rewound to turn {turn}"
-        self.stdout.write(f"session {info['session_id']} {done}: {info['turns']} turn(s) now")
+        turns = info["turns"]
+        self.stdout.write(
+            f"session {info['session_id']} {done}: {turns} turn{pluralize(turns)} now"
+        )
         if backup:
             self.stdout.write(f"backup: session {backup} keeps the old history")
         self.stdout.write(f"resume: {info['resume_command']}")

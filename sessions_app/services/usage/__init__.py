@@ -17,6 +17,7 @@ from datetime import datetime
 
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Min
+from django.template.defaultfilters import pluralize
 from zlib_ng.zlib_ng import crc32
 
 from ...formats import ASSISTANT, PROGRESS, agent_for
@@ -36,8 +37,10 @@ class UsageReport:
     errors: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
+        """E.g. "usage: 1 session counted, 12 assistant records read"."""
         return (
-            f"usage: {self.sessions} session(s) counted, {self.messages} assistant record(s) read"
+            f"usage: {self.sessions} session{pluralize(self.sessions)} counted, "
+            f"{self.messages} assistant record{pluralize(self.messages)} read"
         )
 
 

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.template.defaultfilters import pluralize
+
 from ...formats.worktrees import (
     MARKER,
     is_agent_slug,
@@ -51,9 +53,10 @@ class Removal:
         if self.branch and self.branch_deleted:
             said += f"; deleted its branch {self.branch}"
         elif self.branch:
+            n = self.unique_commits
             said += (
-                f"; kept its branch {self.branch}: {self.unique_commits} commit(s) on it "
-                "are on no other branch or remote"
+                f"; kept its branch {self.branch}: {n} commit{pluralize(n)} on it "
+                f"{pluralize(n, 'is,are')} on no other branch or remote"
             )
         return said
 
