@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from sessions_app.formats import agent_for
+from sessions_app.formats.markup import shown_text
 from sessions_app.formats.search_text import searchable
 from sessions_app.models import Record, Session
 from sessions_app.selectors import search as search_module
@@ -42,9 +43,12 @@ def shown_texts(record: Any, agent: str) -> list[str]:
     record.active, record.sidechain = True, False
     texts: list[str] = []
     for turn in build_turns([record], agent):
-        texts.append(turn.prompt)
+        # Prompts and notes are shown with the CLI's tags as chips (`with_chips`).
+        texts.append(shown_text(turn.prompt))
         for item in turn.items:
-            if item.kind in ("text", "thinking", "note", "expansion", "summary"):
+            if item.kind == "note":
+                texts.append(shown_text(item.text))
+            elif item.kind in ("text", "thinking", "expansion", "summary"):
                 texts.append(item.text)
             elif item.tool is not None:
                 call = item.tool

@@ -28,6 +28,7 @@ from . import (
 )
 from .agent import Agent, AssistantPart
 from .common import load
+from .markup import shown_text
 
 SEARCH_TEXT_LIMIT = 256_000
 # User-side records the transcript shows as notes inside a turn.
@@ -87,10 +88,13 @@ def search_text(
     if kind in (PROMPT, COMMAND, COMPACT_SUMMARY):
         part = SUMMARY_PART if kind == COMPACT_SUMMARY else PROMPT_PART
         text = agent.record_text(data)
+        if kind != COMPACT_SUMMARY:
+            # The CLI's tags as the page's chips, a 1.0.x command's JSON expansion decoded.
+            text = shown_text(text)
         return (part, _cut(text)) if text.strip() else None
     if kind in NOTE_KINDS:
         # The transcript's own reading of such a record (transcript.building, "note").
-        text = agent.record_text(data) or _string(data.get("content"))
+        text = shown_text(agent.record_text(data) or _string(data.get("content")))
         return (NOTE_PART, _cut(text)) if text.strip() else None
     if kind == ASSISTANT:
         return _reply(agent.assistant_parts(data))
