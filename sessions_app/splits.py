@@ -16,7 +16,7 @@ Kind = Session.Kind
 
 # What a page calls each kind: a fork from a turn is a branch there, like the button
 # that made it and the "(Branch)" title it got (Claude Code's `/branch` names).
-KIND_LABELS = {
+KIND_LABELS: dict[str, str] = {
     Kind.ORIGINAL: "original",
     Kind.BRANCH: "branch",
     Kind.FORK: "branch",
