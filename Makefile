@@ -8,7 +8,8 @@ venv:
 	@bin/bootstrap
 
 run: venv
-	@$(PY) manage.py migrate --no-input -v 0
+	@# Checks run with the tests; here they would only delay the first page.
+	@$(PY) manage.py migrate --no-input --skip-checks -v 0
 	@echo "branchboard: serving http://127.0.0.1:$(PORT)/ (Ctrl-C stops it)"
 	@echo "branchboard: importing your sessions behind the pages, newest first (the pages show how far)"
 	@# The watcher imports everything first, then what changes; it says where it logs,

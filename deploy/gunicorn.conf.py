@@ -16,3 +16,7 @@ graceful_timeout = 30
 accesslog = os.environ.get("BRANCHBOARD_ACCESS_LOG", "-")
 errorlog = "-"
 forwarded_allow_ips = os.environ.get("BRANCHBOARD_FORWARDED_ALLOW_IPS", "127.0.0.1")
+# Load Django once, in the master, before the workers fork: a worker then answers its
+# first request at once instead of importing the app first (`make run`'s first page).
+# No connection is opened at load time, so none is shared across the fork.
+preload_app = True
