@@ -64,6 +64,7 @@ class Command(BaseCommand):
             return
         show = not options["no_progress"] and sys.stderr.isatty()
         tracker = ImportTracker()
+        started = time.perf_counter()
         with tqdm(
             unit="B", unit_scale=True, desc="importing", disable=not show, leave=False
         ) as bar:
@@ -71,11 +72,18 @@ class Command(BaseCommand):
                 roots=roots, progress=lambda _f, size: bar.update(size), tracker=tracker
             )
         self._report(report)
-        for done in catch_up(tracker):
+        took = [f"records {time.perf_counter() - started:.1f} s"]
+        started = time.perf_counter()
+        for name, done in zip(("search", "usage"), catch_up(tracker), strict=True):
             for error in done.errors:
                 self.stderr.write(error)
             if done.sessions or done.errors:
                 self.stdout.write(done.summary())
+            took.append(f"{name} {time.perf_counter() - started:.1f} s")
+            started = time.perf_counter()
+        if report.sessions or report.subagents:
+            # Where a first import's time goes, for the person waiting for it.
+            self.stdout.write("took: " + ", ".join(took))
 
     def _migrate(self) -> None:
         """A fresh data folder has no tables yet: create them, as `make run` does."""
