@@ -1,10 +1,12 @@
-"""Install and run the real Claude Code and Qwen Code CLIs against a FakeModel.
+"""Install and run the real Claude Code, Qwen Code and Codex CLIs against a FakeModel.
 
 Where each CLI writes its session (verified by test_harness.py):
 
 * claude: `$HOME/.claude/projects/<cwd, every char not in [A-Za-z0-9] replaced
   by '-'>/<sessionId>.jsonl`;
-* qwen: `$HOME/.qwen/projects/<cwd, same replacement>/chats/<sessionId>.jsonl`.
+* qwen: `$HOME/.qwen/projects/<cwd, same replacement>/chats/<sessionId>.jsonl`;
+* codex: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<local time>-<id>.jsonl`
+  (verified by test_codex_harness.py; CODEX_HOME is `$HOME/.codex` here).
 
 Both CLIs get a throwaway HOME and a minimal environment (only PATH, USER and
 TMPDIR are inherited), and an HTTP(S) proxy that points at the fake server
@@ -33,6 +35,15 @@ CLAUDE_VERSION = "2.1.328"
 QWEN_PACKAGE = "@qwen-code/qwen-code"
 QWEN_VERSION = "0.24.4"
 PACKAGES = {CLAUDE_PACKAGE: CLAUDE_VERSION, QWEN_PACKAGE: QWEN_VERSION}
+# Its native binary comes as the optional dependency @openai/codex-linux-x64
+# (npm alias of @openai/codex@0.169.0-linux-x64), pinned by the main package.
+CODEX_PACKAGE = "@openai/codex"
+CODEX_VERSION = "0.169.0"
+CODEX_PACKAGES = {CODEX_PACKAGE: CODEX_VERSION}
+# gpt-5.5 is a model 0.169's built-in catalog offers `exec_command` and the
+# freeform `apply_patch` tool to; its default model gets only a JavaScript
+# `exec` tool (code mode) instead.
+CODEX_MODEL = "gpt-5.5"
 CCUSAGE_PACKAGES = {"ccusage": "20.0.24", "@ccusage/ccusage-linux-x64": "20.0.24"}
 
 DEFAULT_TIMEOUT = 120.0
@@ -163,6 +174,17 @@ def ensure_clis() -> dict[str, Path]:
             if not _works(path):
                 raise CompatError(f"{name} at {path} does not run (`{path} --version` failed)")
     return paths
+
+
+def ensure_codex() -> Path:
+    """Install the Codex CLI (once) and return its command."""
+    prefix = cache_dir()
+    with _locked(prefix):
+        _npm_install(prefix, CODEX_PACKAGES)
+    path = prefix / "node_modules" / ".bin" / "codex"
+    if not _works(path):
+        raise CompatError(f"codex at {path} does not run (`{path} --version` failed)")
+    return path
 
 
 def node_available() -> bool:
@@ -406,6 +428,99 @@ def run_qwen(
         )
         session_id = chats[-1].stem if chats else None
     run = CliRun(cmd, proc.returncode, proc.stdout, proc.stderr, output, session_id)
+    return run.check() if check else run
+
+
+def codex_home(home: Path) -> Path:
+    """The CODEX_HOME the harness gives codex: `$HOME/.codex`, its default."""
+    return home / ".codex"
+
+
+def codex_sessions(home: Path) -> list[Path]:
+    """Every rollout file under CODEX_HOME/sessions, oldest name first."""
+    return sorted((codex_home(home) / "sessions").glob("*/*/*/rollout-*.jsonl"))
+
+
+def codex_session_file(home: Path, session_id: str) -> Path:
+    """The rollout file whose name ends with this session id."""
+    found = [p for p in codex_sessions(home) if p.stem.endswith(session_id)]
+    if len(found) != 1:
+        raise CompatError(f"expected one rollout for {session_id}, found {found}")
+    return found[0]
+
+
+def codex_env(home: Path, fm: FakeModel) -> dict[str, str]:
+    codex_home(home).mkdir(parents=True, exist_ok=True)  # codex refuses a missing CODEX_HOME
+    env = _base_env(home)
+    env.update(_trap_env(fm))
+    env.update({"CODEX_HOME": str(codex_home(home)), "OPENAI_API_KEY": "sk-fake-codex-key"})
+    return env
+
+
+def codex_options(fm: FakeModel) -> list[str]:
+    """Options every codex run gets: the fake model and no network side features.
+
+    `openai_base_url` points the built-in `openai` provider at the fake model
+    (a thread refuses to resume under another provider than it was recorded
+    with); plugins, apps and analytics would otherwise call github.com and
+    chatgpt.com at start.
+    """
+    return [
+        "--skip-git-repo-check",
+        "--json",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "-m",
+        CODEX_MODEL,
+        "-c",
+        f'openai_base_url="{fm.openai_url}"',
+        "-c",
+        "analytics.enabled=false",
+        "--disable",
+        "plugins",
+        "--disable",
+        "remote_plugin",
+        "--disable",
+        "apps",
+    ]
+
+
+def codex_events(stdout: str) -> list[dict[str, Any]]:
+    """The JSONL events `codex exec --json` printed (other lines skipped)."""
+    events = []
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
+def run_codex(
+    home: Path,
+    cwd: Path,
+    fm: FakeModel,
+    args: Sequence[str],
+    *,
+    executable: Path | str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    check: bool = True,
+) -> CliRun:
+    """Run `codex exec [args[0] ...] <codex_options> [rest of args]`.
+
+    `args` is `[prompt]`, `["resume", id, prompt]` or `["fork", id, prompt]`:
+    a leading `resume`/`fork` and the id stay in front of the options. The
+    session id is the `thread_id` of the `thread.started` event.
+    """
+    exe = str(executable or ensure_codex())
+    args = list(args)
+    head = args[:2] if args and args[0] in ("resume", "fork") else []
+    cmd = [exe, "exec", *head, *codex_options(fm), *args[len(head) :]]
+    proc = _run(cmd, cwd, codex_env(home, fm), timeout)
+    events = codex_events(proc.stdout)
+    session_id = next((e["thread_id"] for e in events if e.get("type") == "thread.started"), None)
+    run = CliRun(cmd, proc.returncode, proc.stdout, proc.stderr, events, session_id)
     return run.check() if check else run
 
 

@@ -1,7 +1,8 @@
 """Fixtures for the CLI compatibility tests (no Django here).
 
-`clis` installs the real claude and qwen CLIs once per test session (skipped,
-with the reason shown, only when npm is not on PATH); `fake_model` is a fresh
+`clis` installs the real claude and qwen CLIs once per test session, and
+`codex_cli` the codex CLI (each skipped, with the reason shown, only when npm
+is not on PATH); `fake_model` is a fresh
 loopback fake model server per test; `cli_home` is a throwaway HOME with a
 project folder inside it to run the CLIs in.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.compat.clis import CliHome, ensure_clis
+from tests.compat.clis import CliHome, ensure_clis, ensure_codex
 from tests.compat.fake_model import FakeModel
 
 
@@ -24,6 +25,14 @@ def clis() -> dict[str, Path]:
     if shutil.which("npm") is None:
         pytest.skip("compat: npm is not on PATH, so the claude and qwen CLIs cannot be installed")
     return ensure_clis()
+
+
+@pytest.fixture(scope="session")
+def codex_cli() -> Path:
+    """The codex command (@openai/codex 0.169.0), installed with npm into the CLI cache."""
+    if shutil.which("npm") is None:
+        pytest.skip("compat: npm is not on PATH, so the codex CLI cannot be installed")
+    return ensure_codex()
 
 
 @pytest.fixture

@@ -5,7 +5,9 @@ It speaks just enough of two wire protocols:
 * Anthropic Messages (`POST /v1/messages`, streaming SSE or plain JSON, and
   `POST /v1/messages/count_tokens`) for Claude Code;
 * OpenAI chat completions (`POST /v1/chat/completions` or `/chat/completions`,
-  streaming or not, and `GET /v1/models`) for Qwen Code.
+  streaming or not, and `GET /v1/models`) for Qwen Code;
+* the OpenAI Responses API (`POST /v1/responses`, streamed) for Codex, whose
+  WebSocket upgrade on that path is answered 426 (see `fake_responses.py`).
 
 Every request is recorded (method, path, parsed JSON body, headers) in a
 thread-safe list. Any other path is answered 200 with an empty JSON object and
@@ -44,6 +46,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from tests.compat import fake_responses
+
 # Claude Code injects context into user turns as text blocks wrapped in these tags.
 _REMINDER_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _RUN_RE = re.compile(r"RUN:\s*(.+)")
@@ -69,11 +73,13 @@ class Recorded:
 
     @property
     def api(self) -> str:
-        """`anthropic`, `openai` or `other`."""
+        """`anthropic`, `openai`, `responses` or `other`."""
         if self.path.split("?")[0].rstrip("/").endswith("/messages"):
             return "anthropic"
         if self.path.split("?")[0].rstrip("/").endswith("/chat/completions"):
             return "openai"
+        if self.method == "POST" and self.path.split("?")[0].rstrip("/").endswith("/responses"):
+            return "responses"
         return "other"
 
     @property
@@ -81,7 +87,16 @@ class Recorded:
         """The normalised conversation this request carries (see `conversation`)."""
         if not isinstance(self.body, dict) or self.api == "other":
             return []
+        if self.api == "responses":
+            return fake_responses.conversation(self.body)
         return conversation(self.body, self.api)
+
+    @property
+    def prompts(self) -> list[str]:
+        """Codex: the typed prompts this Responses request carries (injected context dropped)."""
+        if self.api != "responses" or not isinstance(self.body, dict):
+            return []
+        return fake_responses.prompts(self.body)
 
     @property
     def system_text(self) -> str:
@@ -90,6 +105,8 @@ class Recorded:
             return ""
         if self.api == "anthropic":
             return _block_text(self.body.get("system") or "")
+        if self.api == "responses":
+            return str(self.body.get("instructions") or "")
         for message in self.body.get("messages") or []:
             if isinstance(message, dict) and message.get("role") == "system":
                 return _block_text(message.get("content") or "")
@@ -103,7 +120,7 @@ class Recorded:
         quota probes carry none) and is not one of the tool-using helper agents
         the CLIs run beside the conversation (Qwen's memory extractor).
         """
-        if self.api not in ("anthropic", "openai") or not isinstance(self.body, dict):
+        if self.api not in ("anthropic", "openai", "responses") or not isinstance(self.body, dict):
             return False
         if not self.body.get("tools"):
             return False
@@ -493,6 +510,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
 
+    def _stream_responses(self, body: dict[str, Any]) -> None:
+        """Codex: one streamed Responses answer; a stalled one is held open until stop()."""
+        reply = fake_responses.script(body)
+        self._start_stream()
+        for event in fake_responses.events(body, reply):
+            self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+            self.wfile.flush()
+        if reply.stall:
+            self.server.fake.stalled.set()
+            self.server.fake.stopping.wait()
+
     def _handle(self) -> None:
         body = self._read_body() if self.command in ("POST", "PUT", "PATCH") else None
         rec = Recorded(self.command, self.path, body, dict(self.headers.items()))
@@ -502,6 +530,11 @@ class _Handler(BaseHTTPRequestHandler):
             # A plain-HTTP request sent through us as a proxy: never forward it.
             self.server.fake.note_egress(f"{self.command} {self.path}")
             self._send_json({"error": "egress blocked by fake model"}, status=403)
+        elif self.headers.get("Upgrade", "").lower() == "websocket":
+            # Codex tries a WebSocket first; 426 sends it to HTTP streaming at once.
+            self._send_json({"error": "websocket not supported by fake model"}, status=426)
+        elif self.command == "POST" and path.endswith("/responses") and isinstance(body, dict):
+            self._stream_responses(body)
         elif self.command == "POST" and path.endswith("/messages/count_tokens"):
             tokens = _approx_tokens(body.get("messages") if isinstance(body, dict) else body)
             self._send_json({"input_tokens": tokens})
@@ -571,6 +604,9 @@ class FakeModel:
         self.unknown_paths: list[str] = []
         # Requests that tried to leave loopback through the proxy trap (see clis.py).
         self.egress_attempts: list[str] = []
+        # Set when a Responses stream stalls (`STALL` prompt), and when the server stops.
+        self.stalled = threading.Event()
+        self.stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -584,6 +620,7 @@ class FakeModel:
         return self
 
     def stop(self) -> None:
+        self.stopping.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -643,8 +680,8 @@ class FakeModel:
             self.egress_attempts.clear()
 
     def model_requests(self) -> list[Recorded]:
-        """Every Messages / chat-completions call, main or side."""
-        return [r for r in self.requests if r.api in ("anthropic", "openai")]
+        """Every Messages / chat-completions / Responses call, main or side."""
+        return [r for r in self.requests if r.api in ("anthropic", "openai", "responses")]
 
     def main_requests(self) -> list[Recorded]:
         """Main-conversation model calls: the ones that offer tools."""
