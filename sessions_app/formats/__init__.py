@@ -27,6 +27,7 @@ from pathlib import Path
 
 CLAUDE = "claude"
 QWEN = "qwen"
+CODEX = "codex"
 
 # Record kinds, normalised across agents.
 PROMPT = "prompt"  # a human-typed message, by its shape
@@ -160,6 +161,25 @@ def legacy_root_agent(root: Path) -> Agent | None:
     return None
 
 
+def dated_root_agent(root: Path) -> Agent | None:
+    """The agent whose sessions lie in dated folders under `root` (Codex's `sessions/`,
+    `archived_sessions/`), by the root's name or its year folders; None for a root of projects."""
+    for agent in REGISTRY.values():
+        if not agent.sessions_root:
+            continue
+        if root.name in (agent.sessions_root, agent.archive_root):
+            return agent
+        try:
+            names = [p.name for p in root.iterdir()]
+        except OSError:
+            continue
+        if any(len(n) == 4 and n.isdigit() for n in names) or any(
+            agent.session_id_of(Path(n)) for n in names if n.endswith(".jsonl")
+        ):
+            return agent
+    return None
+
+
 def flat_layout_agent() -> Agent:
     """The agent that keeps session files in the project folder itself (Claude Code)."""
     for agent in REGISTRY.values():
@@ -181,7 +201,7 @@ def _unknown(name: str) -> str:
 
 
 # The agent modules import the names above, so they are bound last.
-from . import claude, qwen  # noqa: E402
+from . import claude, codex, qwen  # noqa: E402
 from .agent import LAST_RECORD as LAST_RECORD  # noqa: E402
 from .agent import NEWEST_LEAF as NEWEST_LEAF  # noqa: E402
 from .agent import Agent as Agent  # noqa: E402
@@ -189,6 +209,6 @@ from .agent import AssistantPart as AssistantPart  # noqa: E402
 from .agent import ToolOutcome as ToolOutcome  # noqa: E402
 
 # One entry per agent; a new agent is one module and one line here.
-REGISTRY: dict[str, Agent] = {a.name: a for a in (claude.AGENT, qwen.AGENT)}
+REGISTRY: dict[str, Agent] = {a.name: a for a in (claude.AGENT, qwen.AGENT, codex.AGENT)}
 AGENTS = tuple(REGISTRY)
 AGENT_LABELS = {a.name: a.label for a in REGISTRY.values()}

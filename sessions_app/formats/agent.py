@@ -153,6 +153,17 @@ class Agent:
     # when it carries none for that call), and the prompt such a call gave its subagent.
     subagent_step: Callable[[dict, str], dict | None] = no_subagent_step
     subagent_prompt: Callable[[dict], str] = no_subagent_prompt
+    # For a CLI that writes no uuid chain (Codex): made once per read with the first line's
+    # number and the (uuid, parent, kind) of the lines before it (asked for only when
+    # needed); its `link(record)` gives each record its synthetic uuid and parent.
+    line_chain: Callable[..., Any] | None = None
+    # The folders of the home folder that hold session files in dated folders
+    # (`sessions/YYYY/MM/DD/`, Codex) and archived ones (`archived_sessions/`); "" for a
+    # CLI whose projects are folders (`sessions_subfolder`).
+    sessions_root: str = ""
+    archive_root: str = ""
+    # Whether branch, fork, rewind and runs from the page are offered for its sessions.
+    can_branch: bool = True
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:
@@ -192,6 +203,16 @@ class Agent:
                 return None
             folder = folder.parent
         return folder
+
+    def session_id_of(self, path: Path) -> str | None:
+        """The session id a file's name holds: `<id>.jsonl`, or for a dated layout
+        `rollout-<time>-<id>.jsonl`; None when the name holds none."""
+        if path.suffix != ".jsonl":
+            return None
+        stem = path.stem
+        if self.sessions_root:
+            stem = stem[-36:] if stem.startswith("rollout-") else ""
+        return stem.lower() if is_session_id(stem) else None
 
     def is_session_path(self, path: Path) -> bool:
         """Whether `path`, relative to a session root, is `<project>/[<sub>/]<id>.jsonl`."""

@@ -14,7 +14,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..formats import Agent, agents, flat_layout_agent, is_session_id, legacy_root_agent
+from ..formats import (
+    Agent,
+    agents,
+    dated_root_agent,
+    flat_layout_agent,
+    is_session_id,
+    legacy_root_agent,
+)
 from .files import stale_temp_files_remove
 from .roots import file_kind, resolve_root
 
@@ -53,6 +60,11 @@ def discover(root: Path) -> tuple[list[SessionFile], list[str], list[Path]]:
     files: list[SessionFile] = []
     problems: list[str] = []
     misnamed: list[Path] = []
+    dated = dated_root_agent(root)
+    if dated is not None:
+        # Codex: session files in dated folders, their project named inside each file.
+        files.extend(_dated_files(root, dated, problems, misnamed))
+        return files, problems, misnamed
     # An older release's root (`~/.qwen/tmp`) holds other things beside projects.
     only = legacy_root_agent(root)
     try:
@@ -162,3 +174,52 @@ def _project_files(
         if entry.is_dir(follow_symlinks=False) and _real_folder(subagents, problems):
             for path in _jsonl_files(subagents, problems, prefix="agent-"):
                 yield SessionFile(path, agent.name, root, folder, None, owner_session_id=entry.name)
+
+
+# A dated layout's folders: a year, a month, a day.
+DATED_FOLDER_RE = re.compile(r"^\d{2,4}$")
+DATED_DEPTH = 3
+HEAD_LIMIT = 256 * 1024  # the first line (session meta) is read for the project's folder
+
+
+def _dated_files(
+    root: Path, agent: Agent, problems: list[str], misnamed: list[Path], depth: int = 0
+) -> Iterator[SessionFile]:
+    """The session files of `agent` under `root`, in `YYYY/MM/DD/` folders or at the top."""
+    folder = root
+    stack = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            entries = _entries(folder)
+        except OSError as exc:
+            problems.append(f"{folder}: cannot list folder ({exc.strerror})")
+            continue
+        for entry in entries:
+            path = folder / entry.name
+            if entry.is_symlink():
+                problems.append(_link_skipped(path))
+            elif entry.is_dir(follow_symlinks=False):
+                if depth < DATED_DEPTH and DATED_FOLDER_RE.match(entry.name):
+                    stack.append((path, depth + 1))
+        for path in _jsonl_files(folder, problems):
+            session_id = agent.session_id_of(path)
+            if session_id is None:
+                misnamed.append(path)
+                continue
+            project = root / agent.project_folder_name(_head_cwd(agent, path) or "unknown")
+            yield SessionFile(path, agent.name, root, project, session_id)
+
+
+def _head_cwd(agent: Agent, path: Path) -> str | None:
+    """The working folder a session file names in its first line, if it names one."""
+    try:
+        with open(path, "rb", opener=_no_follow) as f:
+            head = f.readline(HEAD_LIMIT)
+    except OSError:
+        return None
+    return agent.parse_line(head).cwd
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW)

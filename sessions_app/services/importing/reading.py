@@ -7,6 +7,7 @@ agent's parser is looked up once, and a row keeps only what the node does not.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import BinaryIO
 
@@ -103,7 +104,16 @@ class FileReader:
         rows = Rows(first_line)
         line_no = first_line
         # Looked up once, not per line: this loop runs for every line of every file.
-        parse_line = agent_for(self.source.agent).parse_line
+        agent = agent_for(self.source.agent)
+        parse_line = agent.parse_line
+        if agent.line_chain is not None:
+            # A CLI without a uuid chain: the agent links its lines by their order.
+            link = agent.line_chain(first_line, self._earlier(first_line)).link
+            parse_one = parse_line
+
+            def parse_line(raw: bytes) -> ParsedRecord:
+                return link(parse_one(raw))
+
         note, own_id = self._note, self.own_id
         add_node = self.nodes.append
         add_offset, add_length = rows.offsets.append, rows.lengths.append
@@ -142,6 +152,17 @@ class FileReader:
         self.tail_offset, self.tail = tail_offset, tail
         if line_end:
             self.bytes_end, self.line_end = bytes_end, line_end
+        return rows
+
+    def _earlier(self, first_line: int) -> Callable[[], Iterable[tuple[str, str, str]]]:
+        """The (uuid, parent uuid, kind) of the session's stored lines before `first_line`."""
+
+        def rows() -> Iterable[tuple[str, str, str]]:
+            if self.session.pk is None:
+                return ()
+            stored = self.session.records.filter(line__lt=first_line).order_by("line")
+            return stored.values_list("uuid", "parent_uuid", "kind").iterator(chunk_size=5000)
+
         return rows
 
     def _note(self, record: ParsedRecord, line_no: int) -> tuple[int, int]:

@@ -1,0 +1,143 @@
+"""Codex CLI sessions: read, turned, priced and shown like the other agents' (issue 29)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sessions_app.formats import PROMPT, USER_OTHER, agent_for, parse_line
+from sessions_app.models import Record, Session
+from sessions_app.services.importing import sessions_import
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CLI = FIXTURES / "cli/codex/sessions"
+SYNTHETIC = FIXTURES / "synthetic/codex/sessions"
+# Turn counts from tests/fixtures/cli/codex/README.md and synthetic/codex/README.md.
+TURNS = {
+    "01a21760-a9c0-7191-881d-5cbb883febdf": 3,
+    "01a21760-ac42-7d62-8bb2-5e68454e4bcc": 3,
+    "01a21760-ae74-71f1-9af0-3a9c6ff18f96": 1,  # a fork: its own turn (3 more inherited)
+    "0199aa00-1111-7222-8333-944455556666": 2,
+}
+ROLLED_BACK = "0199aa00-1111-7222-8333-944455556666"
+
+
+def _copy(tmp_path: Path, source: Path) -> Path:
+    root = tmp_path / "sessions"
+    shutil.copytree(source, root)
+    return root
+
+
+def test_every_codex_fixture_imports_with_its_stated_turns(tmp_path: Path) -> None:
+    report = sessions_import(roots=[_copy(tmp_path, CLI), _copy(tmp_path / "s", SYNTHETIC)])
+
+    found = {str(s.session_id): s.turn_count for s in Session.objects.filter(agent="codex")}
+    assert found == TURNS, report.errors
+    assert not report.errors
+
+
+def test_projects_come_from_the_session_cwd(tmp_path: Path) -> None:
+    sessions_import(roots=[_copy(tmp_path, SYNTHETIC)])
+
+    session = Session.objects.get(session_id=ROLLED_BACK)
+    assert session.cwd == "/home/dev/code/codexdemo"
+    assert session.project.path == "/home/dev/code/codexdemo"
+    assert session.git_branch == "main"
+
+
+def test_injected_context_is_no_prompt() -> None:
+    line = (CLI / "2026/11/26").glob("*a9c0*.jsonl").__next__().read_bytes().splitlines()
+    kinds = [parse_line("codex", raw).kind for raw in line]
+    texts = [
+        parse_line("codex", raw).text for raw in line if parse_line("codex", raw).kind == PROMPT
+    ]
+    assert texts == ["RUN: ls -1", "PATCH: notes.txt :: first note", "thanks, that is all"]
+    assert kinds[2] == USER_OTHER and kinds[3] == USER_OTHER  # instructions, environment
+
+
+def test_a_rollback_leaves_the_rolled_back_turn_as_an_abandoned_branch(tmp_path: Path) -> None:
+    sessions_import(roots=[_copy(tmp_path, SYNTHETIC)])
+
+    session = Session.objects.get(session_id=ROLLED_BACK)
+    prompts = Record.objects.filter(session=session, kind=PROMPT).order_by("line")
+    active = [(r.text, r.active, r.turn) for r in prompts]
+    assert active == [
+        ("first question about <b>apples</b>", True, 1),
+        ("second question, later rolled back", False, None),
+        ("second question, asked again", True, 2),
+    ]
+    assert session.title.startswith("first question")
+
+
+def test_usage_counts_each_model_response_once(tmp_path: Path) -> None:
+    sessions_import(roots=[_copy(tmp_path, SYNTHETIC)])
+
+    session = Session.objects.get(session_id=ROLLED_BACK)
+    # Three responses (the repeated token_count is the same one): 1,000 in, 100 out each.
+    assert (session.input_tokens, session.output_tokens) == (3000, 300)
+    assert "gpt-5.5" in (session.models_used or [])
+
+
+def test_the_transcript_page_shows_codex_turns_tools_and_hidden_reasoning(
+    tmp_path: Path, client
+) -> None:
+    sessions_import(roots=[_copy(tmp_path, CLI)])
+    session = Session.objects.get(session_id="01a21760-a9c0-7191-881d-5cbb883febdf")
+
+    page = client.get(f"/sessions/{session.session_id}/")
+
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "RUN: ls -1" in html and "done: README.md" in html
+    assert "$ ls -1" in html  # the shell command as a command
+    assert "exit 0" in html
+    assert "notes.txt" in html and 'class="diff"' in html  # apply_patch as a diff
+
+
+def test_codex_is_not_offered_branch_fork_or_rewind() -> None:
+    assert agent_for("codex").can_branch is False
+    assert agent_for("codex").run_args is None
+
+
+def test_an_append_reads_only_the_new_line_and_keeps_the_chain(tmp_path: Path) -> None:
+    root = _copy(tmp_path, SYNTHETIC)
+    sessions_import(roots=[root])
+    path = next(root.rglob("*.jsonl"))
+    before = Record.objects.filter(session__session_id=ROLLED_BACK).count()
+    with path.open("ab") as f:
+        f.write(b'{"timestamp":"2026-01-15T10:01:00Z","type":"response_item","payload":')
+        f.write(
+            b'{"type":"message","role":"user","content":[{"type":"input_text","text":"third"}]}}\n'
+        )
+
+    report = sessions_import(roots=[root])
+
+    session = Session.objects.get(session_id=ROLLED_BACK)
+    assert report.records == 1
+    assert Record.objects.filter(session=session).count() == before + 1
+    assert session.turn_count == 3
+    last = Record.objects.filter(session=session).order_by("-line").first()
+    assert last is not None and last.parent_uuid == f"line:{last.line - 1}"
+
+
+def test_bad_lines_are_never_fatal(tmp_path: Path) -> None:
+    root = _copy(tmp_path, SYNTHETIC)
+    path = next(root.rglob("*.jsonl"))
+    with path.open("ab") as f:
+        f.write(b'{"timestamp":"x","type":"brand_new_kind","payload":{"a":1}}\n')
+        f.write(
+            b'{"type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":"many"}}\n'
+        )
+        f.write(b"\xff\xfe not json\n")
+        f.write(b'{"timestamp":"2026-01-15T10:02:00Z","type":"response_item","payl')
+
+    report = sessions_import(roots=[root])
+
+    session = Session.objects.get(session_id=ROLLED_BACK)
+    assert session.turn_count == 2
+    assert session.invalid_count >= 1
+    assert report.sessions == 1
