@@ -40,7 +40,11 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   beside `projects` where older releases kept the same layout, e.g. Qwen Code's
   `tmp`), `compaction_of` (what a compaction boundary says about itself),
   `subagent_step` and `subagent_prompt` (a subagent's messages kept in progress
-  records, and the prompt its call gave it: how a subagent is found in the file).
+  records, and the prompt its call gave it: how a subagent is found in the file),
+  `line_chain` (for a CLI without a uuid chain, Codex: what gives each line a synthetic
+  uuid and parent by its order), `sessions_root` and `archive_root` (folders of the
+  home folder whose session files lie in dated folders, their project named inside
+  each file) and `can_branch` (whether branch, fork, rewind and runs are offered).
 
 `tests/fake_agent.py` is such a module, and `tests/test_agents.py` imports, shows,
 forks and rewinds its sessions with no other change.
