@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
-from django.core.paginator import Paginator
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
@@ -20,6 +20,13 @@ from . import selectors
 from .formats import AGENT_LABELS
 from .models import Project
 from .permissions import can_manage_worktrees, can_write
+from .selectors.lists import (
+    SessionPage,
+    cursor_text,
+    offset_page,
+    parse_cursor,
+    seek_page,
+)
 from .selectors.worktrees import grouped_with_worktrees, project_worktrees, worktree_badge
 from .usage_charts import usage_context
 from .views import HtmxHttpRequest
@@ -27,6 +34,8 @@ from .views import HtmxHttpRequest
 RECENT_ON_HOME = 8  # sessions on the home page; the rest on /recent/
 LIVE_SECONDS = 60  # a session written to this recently is live
 LIST_POLL = "every 3s"  # how often an open list asks whether anything changed
+OLD_PAGES = 10  # an old `?page=N` link beyond this shows the first page: no deep OFFSET
+PAGER = ("page", "after", "before", "stamp")  # what a pager link replaces in the query
 SESSION_LIST_DEFAULTS = {"q": "", "sort": "updated", "empty": "", "undone": ""}
 RECENT_DEFAULTS = {"q": "", "sort": "updated", "agent": ""}
 
@@ -53,7 +62,7 @@ def remembered(
             request.session["lists"] = {**lists, key: asked}
         return None
     kept = lists.get(key)
-    if not kept or "page" in request.GET:
+    if not kept or any(name in request.GET for name in ("page", "after", "before")):
         return None
     return HttpResponseRedirect(f"{request.path}?{urlencode(kept)}")
 
@@ -90,6 +99,37 @@ def _poll_url(request: HtmxHttpRequest, stamp: str, shown: Iterable[datetime | N
     query = request.GET.copy()
     query["stamp"] = f"{stamp}:{min(expiries) if expiries else 1e12:.0f}"
     return f"{request.path}?{query.urlencode()}"
+
+
+def _page_of(request: HttpRequest, sessions: QuerySet, sort: str) -> SessionPage:
+    """The page a list's link asks for: by its cursor, an old page number, or the first."""
+    if cursor := parse_cursor(request.GET.get("after", ""), sort):
+        return seek_page(sessions, sort=sort, after=cursor)
+    if cursor := parse_cursor(request.GET.get("before", ""), sort):
+        return seek_page(sessions, sort=sort, before=cursor)
+    number = request.GET.get("page", "")
+    if number.isdigit() and 1 < int(number) <= OLD_PAGES:
+        return offset_page(sessions, sort=sort, number=int(number))
+    return seek_page(sessions, sort=sort)
+
+
+def _pager_urls(request: HttpRequest, page: SessionPage) -> tuple[str, str]:
+    """The links to the pages before and after `page` ("" if none), keeping the filter."""
+    query = request.GET.copy()
+    for name in PAGER:
+        query.pop(name, None)
+    urls = []
+    for name, there, row in (
+        ("before", page.has_previous, 0),
+        ("after", page.has_next, -1),
+    ):
+        if not (there and page.object_list):
+            urls.append("")
+            continue
+        query[name] = cursor_text(page.object_list[row])
+        urls.append(f"{request.path}?{query.urlencode()}")
+        del query[name]
+    return urls[0], urls[1]
 
 
 @require_safe
@@ -136,8 +176,8 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     sessions = selectors.sessions_of_project(
         project=project, query=query, sort=sort, empty=empty, undone=undone
     )
-    page = Paginator(sessions, 50).get_page(request.GET.get("page"))
-    page.object_list = selectors.with_children_counts(list(page.object_list))
+    page = _page_of(request, sessions, sort)
+    page.object_list = selectors.with_children_counts(page.object_list)
     for s in page.object_list:
         s.worktree = worktree_badge(s)
     template = "sessions_app/project_detail.html"
@@ -146,6 +186,7 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     context = {
         "project": project,
         "page": page,
+        "pager": _pager_urls(request, page),
         "empty": empty,
         "undone": undone,
         "undone_count": 0 if undone else selectors.undone_backups(project),
@@ -175,12 +216,13 @@ def recent_sessions(request: HtmxHttpRequest) -> HttpResponse:
     agent = request.GET.get("agent", "")
     agent = agent if agent in dict(AGENT_LABELS) else ""
     sessions = selectors.recent_sessions(query=query, agent=agent, sort=sort)
-    page = Paginator(sessions, 50).get_page(request.GET.get("page"))
+    page = _page_of(request, sessions, sort)
     template = "sessions_app/recent.html"
     if request.htmx:
         template += "#recent-list"
     context = {
         "page": page,
+        "pager": _pager_urls(request, page),
         "query": query,
         "sort": sort,
         "picked_agent": agent,
