@@ -96,9 +96,9 @@ def check_cards(chunks: list[str]) -> list[dict[str, Any]]:
     twice = sorted(name for name, n in Counter(ids).items() if n > 1)
     assert twice == [], f"ids used more than once: {twice}"
     for card in cards:
-        if card["id"] == "turn-0":  # the records before turn 1, shown on request
-            assert card["prompts"] == 0 and not card.get("actions"), card
-        elif card["continued"]:
+        if (
+            card["id"] == "turn-0" or card["continued"]
+        ):  # the records before turn 1, shown on request
             assert card["prompts"] == 0 and not card.get("actions"), card
         else:
             assert card["prompts"] == 1, f"a card without its prompt: {card}"
