@@ -231,8 +231,18 @@ def _read_back_plain(
     source_id = str(session.session_id)
     old_needle, new_needle = id_member(source_id), id_member(new_id)
     size = len(new_needle)
-    all_assistants = session.records.filter(kind=ASSISTANT).count()
-    recount = written.assistants != all_assistants
+    recount = written.assistants != session.records.filter(kind=ASSISTANT).count()
+    # Kept assistant records that are all of the source's up to the last kept one count
+    # as they did there (the importer's rule runs in file order): their rows' tokens
+    # stand, and only the lines that name a model not yet seen, and the last, are parsed.
+    last_assistant = max((k for k, a in enumerate(written.assistant) if a), default=-1)
+    prefix = (
+        recount
+        and last_assistant >= 0
+        and session.records.filter(kind=ASSISTANT, line__lte=written.src[last_assistant]).count()
+        == written.assistants
+    )
+    wanted_models = set(session.models_used or [])
     tokens: list[tuple[int, int, int]] = []
     models: list[str] = []
     last_message_id = ""
@@ -273,16 +283,24 @@ def _read_back_plain(
                 raise Unproven(f"line {k + 1} is not its source record restamped")
             if crc != written.source_digest[k]:
                 raise Unproven(f"line {k + 1} is not its source record restamped")
-            if recount and written.assistant[k]:
-                record = agent.parse_line(raw)
-                # The importer's rule: a message streamed as several records counts once.
-                if not record.message_id or record.message_id != last_message_id:
-                    tokens.append((k, record.input_tokens, record.output_tokens))
-                else:
-                    tokens.append((k, 0, 0))
-                last_message_id = record.message_id or ""
-                if record.model and record.model not in models:
-                    models.append(record.model)
+            if not (recount and written.assistant[k]):
+                continue
+            if prefix:
+                if k == last_assistant or len(models) < len(wanted_models):
+                    record = agent.parse_line(raw)
+                    last_message_id = record.message_id or ""
+                    if record.model and record.model not in models:
+                        models.append(record.model)
+                continue
+            record = agent.parse_line(raw)
+            # The importer's rule: a message streamed as several records counts once.
+            if not record.message_id or record.message_id != last_message_id:
+                tokens.append((k, record.input_tokens, record.output_tokens))
+            else:
+                tokens.append((k, 0, 0))
+            last_message_id = record.message_id or ""
+            if record.model and record.model not in models:
+                models.append(record.model)
     if k != count:
         raise WriteCheckFailed(f"{temp}: {k + 1} lines read back instead of {count + 1}")
     turn = [*written.turn, written.turns or None]
@@ -293,7 +311,7 @@ def _read_back_plain(
     found = ReadBack(
         [title_node],
         analysis,
-        tokens if recount else None,
+        tokens if recount and not prefix else None,
         models if recount else None,
         last_message_id if recount else None,
     )
