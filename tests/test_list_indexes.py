@@ -9,6 +9,7 @@ when a query and its index drift apart.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,32 @@ def test_the_newest_sessions_of_every_project_are_read_from_an_index(imported: P
     assert "session_recent" in found, found
     assert "Sort" not in found.split("session_recent")[0], found
     assert len(list(query)) == min(10, selectors.recent_sessions().count())
+
+
+@pytest.mark.parametrize("sort", ["turns", "tokens", "title", "started"])
+def test_a_later_page_of_a_projects_sessions_is_read_from_its_index_at_the_cursor(
+    imported: Path, sort: str
+) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("the plan the planner is held to is PostgreSQL's")
+    from django.test.utils import CaptureQueriesContext
+
+    from sessions_app.selectors.lists import Cursor, list_sort, seek_page
+
+    session = Session.objects.listed().exclude(turn_count=0).exclude(started_at=None).first()
+    assert session is not None
+    key = Session.objects.filter(pk=session.pk).values_list(list_sort(sort).key, flat=True)[0]
+    sessions = selectors.sessions_of_project(project=session.project, sort=sort)
+    with CaptureQueriesContext(connection) as queries:
+        page = seek_page(sessions, sort=sort, after=Cursor(key, session.pk))
+    assert session not in page.object_list
+    index = {"turns": "session_by_turns", "tokens": "session_by_tokens"}.get(
+        sort, f"session_by_{'title' if sort == 'title' else 'start'}"
+    )
+    field = {"turns": "turn_count", "tokens": "output_tokens", "title": "title"}.get(
+        sort, "started_at"
+    )
+    found = plan(queries.captured_queries[0]["sql"], [])
+    assert index in found, found
+    # The walk starts at the cursor (the key's bound is in the index condition), not at the top.
+    assert re.search(rf"Index Cond: .*{field}", found), found
