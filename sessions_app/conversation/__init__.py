@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..formats import CONVERSATION_KINDS
+from ..formats import CONVERSATION_KINDS, LAST_RECORD, agent_for
 from .extending import Extension, Tip, dangling_parents, extend, graph_uuids
 from .nodes import AbandonedBranch, Analysis, Node, node_from_record
 from .numbering import Numbering, number_path, place_outside
 from .turns import LOCAL_COMMANDS, is_turn_start
-from .walks import choose_leaf, path_to
+from .walks import choose_leaf, path_to, rival_time
 
 __all__ = [
     "LOCAL_COMMANDS",
@@ -65,6 +65,9 @@ def analyse(nodes: Sequence[Node], agent: str, *, leaf_uuid: str | None = None) 
             last_conversation = i
 
     leaf = choose_leaf(nodes, index, parent, children, agent, leaf_uuid)
+    rival = None
+    if leaf_uuid is None and agent_for(agent).leaf_rule != LAST_RECORD:
+        rival = rival_time(nodes, list(index.values()), children, parent, leaf)
     path = path_to(leaf, parent)
     numbering = Numbering([None] * count, [False] * count)
     number_path(nodes, path, children, parent, numbering, on_path=set(path))
@@ -77,4 +80,5 @@ def analyse(nodes: Sequence[Node], agent: str, *, leaf_uuid: str | None = None) 
         leaf_uuid=nodes[leaf].uuid if leaf >= 0 else None,
         prompt_lines=numbering.prompt_lines,
         abandoned=numbering.abandoned,
+        rival=rival,
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from ..formats import COMMAND, COMPACT_BOUNDARY, LAST_RECORD, LOCAL_OUTPUT, REWIND, agent_for
 from .nodes import AbandonedBranch, Node
@@ -29,6 +30,10 @@ class Tip:
     chain: list[Node]
     turn_count: int  # turns of the active branch, ending at the leaf
     last_active_turn: int | None  # turn of the last active record in file order
+    # Claude Code's rule: the time of the newest stored leaf other than the active one
+    # (`NO_TIME` if none), which a new leaf must reach to win; None: not known, then
+    # the new leaf must reach the active leaf's own time.
+    rival: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -41,6 +46,7 @@ class Extension:
     turn_count: int
     leaf_uuid: str
     abandoned: list[AbandonedBranch] = field(default_factory=list)  # new ones only
+    rival: datetime | None = None  # `Tip.rival` after the append
 
 
 def graph_uuids(new: Sequence[Node]) -> list[str]:
@@ -115,18 +121,27 @@ def extend(tip: Tip, new: Sequence[Node], agent: str) -> Extension | None:
         return None  # the leaf's command turns out answered locally: not a turn after all
 
     new_leaf = leaf
+    rival = tip.rival
     if graph:
         if agent_for(agent).leaf_rule == LAST_RECORD:
             new_leaf = graph[-1]
         else:
             new_leaf = latest_leaf(window, graph, children, parent)
-            # The stored leaf was the newest of the stored leaves; a new leaf at least
-            # as new wins over all of them (ties go to the later record).
-            # The window holds every record these walks visit, so the times are exact.
-            if conversation_time(window, new_leaf, parent) < conversation_time(
-                window, leaf, parent
-            ):
+            # The stored leaf was the newest of the stored leaves, and it is one no
+            # more; a new leaf at least as new as the others (ties go to the later
+            # record) wins over all of them. Not knowing the others, it must reach the
+            # stored leaf's time. The window holds every record these walks visit, so
+            # the times are exact.
+            new_time = conversation_time(window, new_leaf, parent)
+            if new_time < (rival if rival is not None else conversation_time(window, leaf, parent)):
                 return None
+            if rival is not None:
+                others = [
+                    conversation_time(window, j, parent)
+                    for j in graph
+                    if j != new_leaf and not children.get(j)
+                ]
+                rival = max([rival, *others])
     path = [leaf]
     i = new_leaf
     while i != leaf:
@@ -145,6 +160,7 @@ def extend(tip: Tip, new: Sequence[Node], agent: str) -> Extension | None:
         turn_count=numbering.current,
         leaf_uuid=window[new_leaf].uuid or "",
         abandoned=numbering.abandoned,
+        rival=rival,
     )
 
 

@@ -57,3 +57,6 @@ class Analysis:
     leaf_uuid: str | None
     prompt_lines: list[int] = field(default_factory=list)  # node index of each turn's prompt
     abandoned: list[AbandonedBranch] = field(default_factory=list)
+    # Claude Code's rule: the time of the newest leaf other than the active one
+    # (`NO_TIME` if none), what an append's new leaf must reach (`Tip.rival`).
+    rival: datetime | None = None

@@ -42,6 +42,20 @@ def latest_leaf(
     return best
 
 
+def rival_time(
+    nodes: Sequence[Node],
+    candidates: list[int],
+    children: dict[int, list[int]],
+    parent: list[int],
+    leaf: int,
+) -> datetime:
+    """The time of the newest leaf among `candidates` other than `leaf` (`NO_TIME` if none)."""
+    times = [
+        conversation_time(nodes, i, parent) for i in candidates if i != leaf and not children.get(i)
+    ]
+    return max(times, default=NO_TIME)
+
+
 def conversation_time(nodes: Sequence[Node], i: int, parent: list[int]) -> datetime:
     """The time Claude Code ranks leaf `i` by: that of its nearest conversation record."""
     # Walk up to the nearest user/assistant record; a leaf of progress records

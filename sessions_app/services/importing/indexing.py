@@ -1,9 +1,20 @@
-"""One open file brought up to date: plan, read, number the graph (an append from its leaf)."""
+"""One open file brought up to date: plan, read, number the graph (an append from its leaf).
+
+The file is read in pieces (`FileReader.chunks`) and each is stored before the next
+is read: the first as a file of its own, each next one as an append to it, numbered
+from the active leaf (`conversation.extend`), as an import of a grown file would.
+Where a piece does not only continue the active branch (a rewind inside the CLI, a
+parent elsewhere), the rest of the file is read in one piece and the whole graph is
+analysed with the rows stored so far. So an import holds one piece at a time, not a
+node per line, and gives what one whole-graph analysis gives.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import BinaryIO
 
 from django.db import connection
@@ -14,7 +25,7 @@ from ..discovery import SessionFile
 from ..import_plan import HEAD_BYTES, FileState, Plan, import_plan
 from ..searching import texts_collect
 from ..usage import usage_forget
-from .reading import FileReader
+from .reading import FileReader, Rows
 from .report import ImportReport
 from .session_row import (
     appended_update_possible,
@@ -35,6 +46,9 @@ from .storing import (
 
 # Off only to measure the whole-graph analysis an append otherwise avoids (bench/).
 INCREMENTAL = True
+# Lines per piece a file is read and stored in; None: the whole file at once (tests
+# compare the two). A piece of this many lines weighs a few MB while it is held.
+CHUNK_LINES: int | None = 2000
 
 
 @dataclass
@@ -87,35 +101,81 @@ def import_open_file(
     f.seek(start)
 
     reader = FileReader(source, session, report)
-    new_rows = reader.read(f, start, first_line=session.line_count if start else 0)
-
+    reader.chunk_lines = CHUNK_LINES
+    pieces = reader.chunks(f, start, first_line=session.line_count if start else 0)
+    has_rows = bool(start)  # the session has rows from before this piece
+    rival: datetime | None = None  # known once a piece of this read is numbered
     if source.is_subagent:
         report.subagents += 1
     else:
         report.sessions += 1
-    report.records += len(new_rows)
+    for new_rows in pieces:
+        rival = _store_piece(
+            source, session, reader, new_rows, pieces, stat, head, has_rows, retold, rival
+        )
+        report.records += len(new_rows)
+        has_rows, retold = True, 0
     report.invalid += reader.invalid
+    return Indexed(session, reader.foreign_ids, plan)
+
+
+def _store_piece(
+    source: SessionFile,
+    session: Session,
+    reader: FileReader,
+    new_rows: Rows,
+    pieces: Iterator[Rows],
+    stat: os.stat_result,
+    head: bytes,
+    stored: bool,
+    retold: int,
+    rival: datetime | None,
+) -> datetime | None:
+    """Number and store one piece read (`reader.nodes`); the rest of the file too if need be.
+
+    `rival`: the newest leaf's time besides the active one (`conversation.Tip.rival`)
+    if known; returns it after this piece.
+    """
     # The common append continues the active branch: numbered from its leaf, no
-    # stored row moves. Not after a re-read tail: the session row counted it already.
+    # stored row moves. Not after a re-read tail: the session row counted it already;
+    # nor for lines a CLI branch copied (where it split is counted over the whole file).
     extension = tip = None
-    if start and not retold and INCREMENTAL and appended_update_possible(session):
+    if (
+        stored
+        and not retold
+        and INCREMENTAL
+        and reader.last_copied_line < new_rows.first_line
+        and appended_update_possible(session)
+    ):
         tip = active_tip(session, reader.nodes)
-        extension = extend(tip, reader.nodes, source.agent) if tip is not None else None
+        if tip is not None:
+            tip.rival = rival
+            extension = extend(tip, reader.nodes, source.agent)
     if extension is not None:
         assert tip is not None
         session.dangling_parents = dangling_after_append(session, tip, reader.nodes)
         update_session_appended(session, source, reader, extension, stat, head)
+        reader.tokens_written()
         records_append(session, reader.nodes, new_rows, extension)
-        return Indexed(session, reader.foreign_ids, plan)
+        return extension.rival
 
-    existing = existing_nodes(session) if start else []
-    nodes = existing + reader.nodes
+    new_nodes = reader.nodes
+    if stored or reader.forked_from:
+        # The whole graph is analysed: with the rest of the file, so only once.
+        reader.chunk_lines = None
+        for more in pieces:
+            new_rows.extend(more)
+            new_nodes += reader.nodes
+        reader.nodes = new_nodes
+    existing = existing_nodes(session) if stored else []
+    nodes = existing + new_nodes
     analysis = analyse(nodes, source.agent)
     session.dangling_parents = kept_dangling(dangling_parents(nodes))
-    # The session row is written once, with everything the file said, before its records.
+    # The session row is written with everything the file said so far, before its records.
     update_session(session, source, reader, analysis, nodes, stat, head)
+    reader.tokens_written()
     store_records(session, nodes, len(existing), new_rows, analysis)
-    return Indexed(session, reader.foreign_ids, plan)
+    return analysis.rival
 
 
 def _locked_session(path: str) -> Session | None:

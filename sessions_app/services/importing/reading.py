@@ -2,19 +2,22 @@
 
 It runs once per line of files of hundreds of MB, so the loop stays lean: the
 agent's parser is looked up once, and a row keeps only what the node does not.
+It hands the lines over in pieces (`chunks`), each cut just before a prompt, so
+the importer can number and store a piece and let it go before reading the next:
+what an import holds then does not grow with the file.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import BinaryIO
 
 from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, several times faster
 
 from ...conversation import Node, node_from_record
-from ...formats import ASSISTANT, INVALID, TITLE, ParsedRecord, agent_for
+from ...formats import ASSISTANT, INVALID, PROMPT, TITLE, ParsedRecord, agent_for
 from ...formats.file_history import RECORD_TYPES as FILE_BACKUP_TYPES
 from ...models import Session
 from ..discovery import SessionFile
@@ -22,6 +25,7 @@ from .report import ImportReport
 
 MAX_ERRORS_PER_FILE = 5
 NO_TOKENS = (0, 0)
+NEVER = 1 << 62  # a line number no file reaches
 
 
 class Rows:
@@ -55,6 +59,17 @@ class Rows:
     def __len__(self) -> int:
         return len(self.offsets)
 
+    def extend(self, more: Rows) -> None:
+        """Append the rows of the piece read right after these."""
+        shift = len(self)
+        self.offsets.extend(more.offsets)
+        self.lengths.extend(more.lengths)
+        self.digests.extend(more.digests)
+        self.tokens.extend(more.tokens)
+        self.types.extend(more.types)
+        self.subtypes.extend(more.subtypes)
+        self.errors.update({shift + k: error for k, error in more.errors.items()})
+
     def row(self, k: int) -> tuple[int, int, int, str, str, str | None, int, int, int]:
         """(line, offset, length, raw type, subtype, error, tokens in, tokens out, digest)."""
         return (
@@ -77,7 +92,9 @@ class FileReader:
         self.source = source
         self.session = session
         self.report = report
-        self.nodes: list[Node] = []
+        self.nodes: list[Node] = []  # those of the piece read last
+        # Lines per piece `chunks` aims at; None: the rest of the file in one piece.
+        self.chunk_lines: int | None = None
         self.own_id = source.session_id
         self.foreign_ids = 0
         self.tail_offset = -1
@@ -101,7 +118,24 @@ class FileReader:
         self.file_backups = False  # a file-backup checkpoint record was read
 
     def read(self, f: BinaryIO, offset: int, first_line: int) -> Rows:
+        """Every line from `offset` to the end, in one piece (`nodes`: its nodes)."""
+        self.chunk_lines = None
         rows = Rows(first_line)
+        for piece in self.chunks(f, offset, first_line):
+            rows = piece
+        return rows
+
+    def chunks(self, f: BinaryIO, offset: int, first_line: int) -> Iterator[Rows]:
+        """The lines from `offset` on, in pieces of about `chunk_lines`; `nodes` is the piece's.
+
+        A piece ends just before a prompt (outside sidechains) once it has
+        `chunk_lines` lines, or anyway at four times that: a new turn usually
+        continues the active leaf, so the next piece can be numbered from it alone.
+        At least one piece (empty for an empty read); only the first can be empty.
+        The caller may change `chunk_lines` between pieces.
+        """
+        rows = Rows(first_line)
+        self.nodes = []
         line_no = first_line
         # Looked up once, not per line: this loop runs for every line of every file.
         agent = agent_for(self.source.agent)
@@ -123,9 +157,28 @@ class FileReader:
         foreign = 0
         backups = False
         tail_offset, tail, bytes_end, line_end = self.tail_offset, self.tail, 0, 0
+        cut_at, cut_anyway = self._cuts(line_no)
         for raw in f:
             length = len(raw)
             record = parse_line(raw)
+            if line_no >= cut_at and (
+                line_no >= cut_anyway or (record.kind == PROMPT and not record.sidechain)
+            ):
+                self.foreign_ids += foreign
+                self.file_backups = self.file_backups or backups
+                self.tail_offset, self.tail = tail_offset, tail
+                if line_end:
+                    self.bytes_end, self.line_end = bytes_end, line_end
+                foreign, backups = 0, False
+                yield rows
+                rows = Rows(line_no)
+                self.nodes = []
+                add_node = self.nodes.append
+                add_offset, add_length = rows.offsets.append, rows.lengths.append
+                add_digest, add_tokens = rows.digests.append, rows.tokens.extend
+                add_type, add_subtype = rows.types.append, rows.subtypes.append
+                errors = rows.errors
+                cut_at, cut_anyway = self._cuts(line_no)
             add_tokens(note(record, line_no))
             session_id = record.session_id
             if session_id and own_id and session_id != own_id:
@@ -139,7 +192,7 @@ class FileReader:
             backups = backups or raw_type in FILE_BACKUP_TYPES
             add_subtype(names.setdefault(subtype, subtype))
             if record.error:
-                errors[line_no - first_line] = record.error
+                errors[line_no - rows.first_line] = record.error
             if raw.endswith(b"\n"):
                 # Only whole lines count as imported; a half-written tail is read
                 # again next time.
@@ -152,7 +205,17 @@ class FileReader:
         self.tail_offset, self.tail = tail_offset, tail
         if line_end:
             self.bytes_end, self.line_end = bytes_end, line_end
-        return rows
+        yield rows
+
+    def _cuts(self, line_no: int) -> tuple[int, int]:
+        """The lines from which a piece starting at `line_no` ends before a prompt, and anyway."""
+        if self.chunk_lines is None:
+            return NEVER, NEVER
+        return line_no + self.chunk_lines, line_no + 4 * self.chunk_lines
+
+    def tokens_written(self) -> None:
+        """The session row has counted the tokens read so far: count from zero again."""
+        self.input_tokens = self.output_tokens = 0
 
     def _earlier(self, first_line: int) -> Callable[[], Iterable[tuple[str, str, str]]]:
         """The (uuid, parent uuid, kind) of the session's stored lines before `first_line`."""
