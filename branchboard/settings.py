@@ -139,6 +139,11 @@ if DB_TIMEOUT < 1:
 TRUSTED_PROXY = env_bool("BRANCHBOARD_TRUSTED_PROXY", False)
 # The `import_sessions --watch` log (rotated).
 IMPORT_LOG = DATA_DIR / "import.log"
+# Seconds between two looks of the watcher at every file under the roots; between
+# them it imports only the files the file-system events name.
+RESCAN_SECONDS = env_int("BRANCHBOARD_RESCAN_SECONDS", 600)
+if RESCAN_SECONDS < 1:
+    raise ImproperlyConfigured(f"BRANCHBOARD_RESCAN_SECONDS={RESCAN_SECONDS} must be at least 1")
 
 LOCAL_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
 EXTRA_HOSTS = env_list("BRANCHBOARD_ALLOWED_HOSTS", [])

@@ -277,11 +277,12 @@ def test_an_import_pass_that_raises_is_logged_and_survived(
 ) -> None:
     """The pass first closes stale connections: it needs the database, outside a test transaction."""
     from sessions_app.management.commands import import_sessions as command
+    from sessions_app.services import watching
 
     def broken(**kwargs: object) -> None:
         raise OperationalError("database is locked")
 
-    monkeypatch.setattr(command, "sessions_import", broken)
+    monkeypatch.setattr(watching, "sessions_import", broken)
     with caplog.at_level(logging.INFO, logger="branchboard.importer"):
         assert command._import_pass([]) is False
     assert "database is locked" in caplog.text and "Traceback" in caplog.text

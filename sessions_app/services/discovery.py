@@ -115,12 +115,19 @@ def _jsonl_files(folder: Path, problems: list[str], prefix: str = "") -> Iterato
             mode = entry.stat(follow_symlinks=False).st_mode
         except OSError:
             continue  # gone since the listing
-        if stat.S_ISLNK(mode):
-            problems.append(_link_skipped(path))
-        elif not stat.S_ISREG(mode):
-            problems.append(f"{path}: skipped, not a regular file ({file_kind(mode)})")
-        else:
+        if _regular(path, mode, problems):
             yield path
+
+
+def _regular(path: Path, mode: int, problems: list[str]) -> bool:
+    """Whether `path` (of `mode`, from lstat) is a regular file; a link or a FIFO is reported."""
+    if stat.S_ISLNK(mode):
+        problems.append(_link_skipped(path))
+    elif not stat.S_ISREG(mode):
+        problems.append(f"{path}: skipped, not a regular file ({file_kind(mode)})")
+    else:
+        return True
+    return False
 
 
 def _project_agent(folder: Path, problems: list[str]) -> Agent | None:
@@ -155,11 +162,8 @@ def _project_files(
     for stale in stale_temp_files_remove(sessions):
         problems.append(f"{stale}: removed, left over by an interrupted fork")
     for path in _jsonl_files(sessions, problems):
-        if agent.subagent_files and AGENT_FILE_RE.match(path.name):
-            # The older layout: subagent transcripts beside the session files.
-            yield SessionFile(path, agent.name, root, folder, None)
-        elif is_session_id(path.stem):
-            yield SessionFile(path, agent.name, root, folder, path.stem.lower())
+        if (found := _session_file(root, folder, agent, path)) is not None:
+            yield found
         else:
             misnamed.append(path)
     if not agent.subagent_files:
@@ -174,6 +178,74 @@ def _project_files(
         if entry.is_dir(follow_symlinks=False) and _real_folder(subagents, problems):
             for path in _jsonl_files(subagents, problems, prefix="agent-"):
                 yield SessionFile(path, agent.name, root, folder, None, owner_session_id=entry.name)
+
+
+def _session_file(root: Path, folder: Path, agent: Agent, path: Path) -> SessionFile | None:
+    """The `*.jsonl` file `path` in the sessions folder of `folder`; None: no session id."""
+    if agent.subagent_files and AGENT_FILE_RE.match(path.name):
+        # The older layout: subagent transcripts beside the session files.
+        return SessionFile(path, agent.name, root, folder, None)
+    if is_session_id(path.stem):
+        return SessionFile(path, agent.name, root, folder, path.stem.lower())
+    return None
+
+
+def discover_path(root: Path, path: Path) -> tuple[list[SessionFile], list[str], list[Path]]:
+    """What `discover(root)` finds at `path` alone, by the same rules: the session file
+    there, or every session file of the project when `path` is a folder in one (a new
+    project, a folder moved in); nothing when `path` lies outside `root` or is gone."""
+    given = Path(root)
+    root = resolve_root(given)
+    try:
+        # The watcher names paths under the root as configured, which may be a link.
+        parts = path.relative_to(given if path.is_relative_to(given) else root).parts
+    except ValueError:
+        return [], [], []
+    if not parts:
+        return discover(root)
+    files: list[SessionFile] = []
+    problems: list[str] = []
+    misnamed: list[Path] = []
+    folder = root / parts[0]
+    path = root.joinpath(*parts)
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return files, problems, misnamed  # gone: a full pass would not find it either
+    if not _real_folder(folder, problems):
+        return files, problems, misnamed  # a file beside the projects, or a link (said)
+    only = legacy_root_agent(root)
+    if stat.S_ISDIR(mode):
+        files.extend(_project_files(root, folder, problems, misnamed, only))
+        return files, problems, misnamed
+    if len(parts) == 1 or not path.name.endswith(".jsonl"):
+        return files, problems, misnamed
+    if only is None:
+        agent = _project_agent(folder, problems)
+    elif _real_folder(only.sessions_folder(folder), problems):
+        agent = only
+    else:
+        agent = None
+    if agent is None:
+        return files, problems, misnamed
+    inner = parts[1:]
+    if path.parent == agent.sessions_folder(folder):
+        if _regular(path, mode, problems):
+            found = _session_file(root, folder, agent, path)
+            files.extend([found] if found is not None else [])
+            misnamed.extend([path] if found is None else [])
+    elif (
+        agent.subagent_files
+        and len(inner) == 3
+        and is_session_id(inner[0])
+        and inner[1] == "subagents"
+        and inner[2].startswith("agent-")
+        and _real_folder(folder / inner[0], problems)
+        and _real_folder(folder / inner[0] / "subagents", problems)
+        and _regular(path, mode, problems)
+    ):
+        files.append(SessionFile(path, agent.name, root, folder, None, owner_session_id=inner[0]))
+    return files, problems, misnamed
 
 
 # A dated layout's folders: a year, a month, a day.

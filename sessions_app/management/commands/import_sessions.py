@@ -2,33 +2,29 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
-from django.db import close_old_connections, connection, connections
+from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from tqdm import tqdm
 
 from sessions_app.data_folder import PrivateLogFile
-from sessions_app.models_import import ImportStatus
 from sessions_app.services.import_status import ImportTracker
 from sessions_app.services.importing import ImportReport, sessions_import
-from sessions_app.services.searching import SearchReport, search_refresh
-from sessions_app.services.usage import UsageReport, usage_refresh
+from sessions_app.services.watching import Rescan, Retry, catch_up, watch_pass, watch_tick
+from sessions_app.services.watching import import_pass as _import_pass
+
+# The watcher's passes live in services.watching; these names stay here for callers.
+__all__ = ["Command", "Rescan", "Retry", "_import_pass", "catch_up", "watch_pass", "watch_tick"]
 
 logger = logging.getLogger("branchboard.importer")
-# A failed pass (a database lock held too long, a bad file) is tried again after
-# FIRST_DELAY seconds, then twice as long each time, never longer than MAX_DELAY.
-FIRST_DELAY, MAX_DELAY = 1.0, 60.0
 ROOT_POLL = 2.0  # seconds between looks for a root that does not exist yet
 
 
@@ -124,108 +120,36 @@ class Command(BaseCommand):
                 return
 
     def _watch_these(self, existing: list[str], roots: list[Path], reported: set[str]) -> bool:
-        """Import as the roots in `existing` change; True when another root appeared."""
+        """Import as the roots in `existing` change; True when another root appeared
+        (or the watch broke): every file is looked at again when watching starts again."""
         from watchfiles import watch
+        from watchfiles._rust_notify import WatchfilesRustInternalError
 
         retry = Retry()
+        rescan = Rescan(every=float(settings.RESCAN_SECONDS))
         # Files are only appended to while a CLI runs; a debounce of a second turns
         # a burst of writes into one incremental import. The one-second timeout
-        # wakes the loop for a retry when nothing changes, and to look for new roots.
+        # wakes the loop for a retry or a rescan when nothing changes, and to look
+        # for new roots. No filter: the import's own rules say what is a session file.
         ticks = watch(
             *existing,
+            watch_filter=None,
             debounce=1000,
             rust_timeout=1000,
             yield_on_timeout=True,
             raise_interrupt=False,
         )
-        for changes in ticks:
-            if [str(r) for r in roots if r.is_dir()] != existing:
-                return True  # a root appeared or went: watch again what is there
-            if not changes and (retry.at is None or time.monotonic() < retry.at):
-                continue
-            watch_pass(roots, reported, retry)
-        return False
-
-
-@dataclass
-class Retry:
-    """When the watcher imports again though nothing changed: after a failed pass."""
-
-    delay: float = 0.0
-    at: float | None = 0.0  # a monotonic time; the first pass is due at once; None: none due
-
-
-def watch_pass(roots: list[Path], reported: set[str], retry: Retry) -> None:
-    """One pass of the watcher; a failed one is tried again later, each time twice as late."""
-    if _import_pass(roots, reported):
-        if retry.delay:
-            logger.info("import works again")
-        retry.delay, retry.at = 0.0, None
-    else:
-        retry.delay = min(max(retry.delay * 2, FIRST_DELAY), MAX_DELAY)
-        retry.at = time.monotonic() + retry.delay
-        logger.warning("import pass failed; trying again in %.0f s", retry.delay)
-
-
-def _import_pass(roots: list[Path], reported: set[str] | None = None) -> bool:
-    """One import of every root, logged; False when anything failed. Never raises.
-
-    `reported`: problems already logged by earlier passes; each is logged once, until it
-    goes away (then it is logged again if it comes back).
-    """
-    # A connection an earlier failure left broken (or PostgreSQL closed) is not reused.
-    close_old_connections()
-    tracker = ImportTracker()
-    try:
-        report = sessions_import(roots=roots, tracker=tracker)
-    except Exception as exc:
-        # The terminal shows this line without the traceback: it must say why on its own.
-        logger.exception("import pass stopped by an error: %s", exc)
-        connections.close_all()
-        return False
-    _log_new(report.errors, reported, "import")
-    # Files left out are said (once, until they change) but fail nothing: another
-    # pass would leave them out again.
-    _log_new(report.left_out, reported, "left out")
-    if report.sessions or report.subagents or report.errors or report.left_out:
-        logger.info(report.summary())
-    # An appended line is searchable, and counted, after the pass that imported it.
-    refreshes: list[tuple[str, Callable[..., SearchReport | UsageReport]]] = [
-        (ImportStatus.SEARCH, search_refresh),
-        (ImportStatus.USAGE, usage_refresh),
-    ]
-    for phase, refresh in refreshes:
         try:
-            done = refresh(progress=functools.partial(tracker.catch_up, phase))
-        except Exception as exc:
-            logger.exception("%s stopped by an error: %s", refresh.__name__, exc)
-            connections.close_all()
-            return False
-        _log_new(done.errors, reported, refresh.__name__)
-        if done.sessions:
-            logger.info(done.summary())
-    tracker.end()
-    return not report.errors
-
-
-def catch_up(tracker: ImportTracker) -> Iterator[SearchReport | UsageReport]:
-    """Bring search, then usage, up to date with the records, telling `tracker`; then end it."""
-    yield search_refresh(progress=lambda n, total: tracker.catch_up(ImportStatus.SEARCH, n, total))
-    yield usage_refresh(progress=lambda n, total: tracker.catch_up(ImportStatus.USAGE, n, total))
-    tracker.end()
-
-
-def _log_new(errors: list[str], reported: set[str] | None, kind: str) -> None:
-    """Log each error not logged before; forget those of `kind` that went away."""
-    if reported is None:
-        for error in errors:
-            logger.warning(error)
-        return
-    now = {f"{kind}: {e}" for e in errors}
-    for key in sorted(now - reported):
-        logger.warning(key.split(": ", 1)[1])
-    reported.difference_update({k for k in reported if k.startswith(f"{kind}: ")} - now)
-    reported.update(now)
+            for changes in ticks:
+                if [str(r) for r in roots if r.is_dir()] != existing:
+                    return True  # a root appeared or went: watch again what is there
+                watch_tick(roots, {path for _change, path in changes}, reported, retry, rescan)
+        except WatchfilesRustInternalError as exc:
+            # A folder that could not be watched (too many watches, say): events were lost.
+            logger.warning("watching stopped (%s); watching again, every file looked at", exc)
+            time.sleep(ROOT_POLL)
+            return True
+        return False
 
 
 class _OneLine(logging.Formatter):

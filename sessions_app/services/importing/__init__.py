@@ -26,7 +26,7 @@ from django.db.models import Count, F, Max, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
 from ...models import Project, Session
-from ..discovery import RootError, SessionFile, discover
+from ..discovery import RootError, SessionFile, discover, discover_path
 from ..import_status import ImportTracker
 from ..roots import UnsafePath, open_regular
 from .indexing import Indexed, import_open_file
@@ -56,19 +56,26 @@ RECOUNT_EVERY = 2.0
 def sessions_import(
     *,
     roots: Iterable[Path],
+    paths: Iterable[Path] | None = None,
     progress: Progress | None = None,
     tracker: ImportTracker | None = None,
 ) -> ImportReport:
     """Import every session file under `roots`, newest first; problems are reported, never fatal.
 
-    `tracker` is told the pass's progress, for the pages to show while it runs.
+    `paths`: import only what is at these paths (files or folders, as the watcher's
+    events name them), by the rules that find every file; those under no root are
+    ignored. `tracker` is told the pass's progress, for the pages to show while it runs.
     """
     report = ImportReport()
     found: list[SessionFile] = []
     left_out = LeftOut()
+    named = None if paths is None else sorted({Path(p) for p in paths})
     for root in roots:
         try:
-            files, problems, misnamed = discover(Path(root))
+            if named is None:
+                files, problems, misnamed = discover(Path(root))
+            else:
+                files, problems, misnamed = _discover_named(Path(root), named)
         except RootError as exc:
             report.errors.append(str(exc))
             continue
@@ -81,10 +88,13 @@ def sessions_import(
     if tracker is not None:
         tracker.begin(found)
     # One query for the import state of every known file: an unchanged file then
-    # costs a stat() and nothing else.
+    # costs a stat() and nothing else. Named paths: only theirs, whatever the index holds.
+    rows = Session.objects.all()
+    if named is not None:
+        rows = rows.filter(path__in=[str(f.path) for f in found])
     known = {
         path: (size, mtime, inode)
-        for path, size, mtime, inode in Session.objects.values_list(
+        for path, size, mtime, inode in rows.values_list(
             "path", "file_size", "file_mtime_ns", "file_inode"
         )
     }
@@ -100,6 +110,7 @@ def sessions_import(
             pass  # said once; not opened again while it stays as it is
         elif (session := session_file_import(source=source, report=report)) is not None:
             touched.add(session.project_id)
+            report.session_pks.append(session.pk)
             left_out.imported(session)
         if progress is not None or tracker is not None:
             size = _size(source.path)
@@ -116,6 +127,21 @@ def sessions_import(
     projects_refresh(project_ids=touched)
     left_out.forget_gone()
     return report
+
+
+def _discover_named(
+    root: Path, named: list[Path]
+) -> tuple[list[SessionFile], list[str], list[Path]]:
+    """What `discover` finds at the `named` paths under `root`, each file once."""
+    files: dict[Path, SessionFile] = {}
+    problems: list[str] = []
+    misnamed: set[Path] = set()
+    for path in named:
+        found, said, left = discover_path(root, path)
+        files.update((f.path, f) for f in found)
+        problems.extend(p for p in said if p not in problems)
+        misnamed.update(left)
+    return list(files.values()), problems, sorted(misnamed)
 
 
 def _mtime(path: Path) -> int:

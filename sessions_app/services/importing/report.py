@@ -24,6 +24,9 @@ class ImportReport:
     left_out: list[str] = field(default_factory=list)
     # The projects this run has met (folder: id), each looked up once; only committed ones.
     project_ids: dict[str, int] = field(default_factory=dict, repr=False)
+    # The rows of the sessions and subagent transcripts this run imported (new or changed),
+    # for search and usage to catch up with those alone.
+    session_pks: list[int] = field(default_factory=list, repr=False)
     # CLI branches read before the session they came from (newest first): (row id, source
     # session id, turns copied, when made), linked at the end of the run.
     unlinked: list[tuple[int, str, int | None, datetime | None]] = field(
