@@ -20,7 +20,7 @@ from . import selectors
 from .formats import AGENT_LABELS
 from .models import Project
 from .permissions import can_manage_worktrees, can_write
-from .selectors.lists import (
+from .selectors.session_pages import (
     SessionPage,
     cursor_text,
     offset_page,
