@@ -35,6 +35,7 @@ or absolute-URL request is refused with 403 and logged in `egress_attempts`.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import re
@@ -532,7 +533,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json({"error": "egress blocked by fake model"}, status=403)
         elif self.headers.get("Upgrade", "").lower() == "websocket":
             # Codex tries a WebSocket first; 426 sends it to HTTP streaming at once.
-            self._send_json({"error": "websocket not supported by fake model"}, status=426)
+            # It may hang up before reading the answer.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self._send_json({"error": "websocket not supported by fake model"}, status=426)
         elif self.command == "POST" and path.endswith("/responses") and isinstance(body, dict):
             self._stream_responses(body)
         elif self.command == "POST" and path.endswith("/messages/count_tokens"):

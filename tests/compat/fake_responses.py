@@ -10,6 +10,9 @@ Scripted replies, decided from the last input item:
   `done: <first 40 chars of the output>`;
 * last user text contains `RUN: <command>` -> a call to Codex's shell tool;
 * `PATCH: <relative path> :: <content>` -> an `apply_patch` call adding that file;
+* a `compaction_trigger` item (Codex's remote compaction, `/compact` or
+  app-server `thread/compact/start`) -> one `compaction` item whose
+  `encrypted_content` is `fake-compaction: <the typed prompts so far>`;
 * `STALL` -> the stream sends `response.created` and then nothing until the
   server stops (a turn that a test interrupts by killing the CLI);
 * otherwise -> text `reply to: <the prompt text>`.
@@ -111,6 +114,8 @@ def conversation(body: dict[str, Any]) -> list[tuple[str, str]]:
             entries.append(("tool_use", f"{item.get('name', kind)} {detail}"))
         elif kind in ("function_call_output", "custom_tool_call_output"):
             entries.append(("tool_result", _output_text(item.get("output")).strip()))
+        elif kind == "compaction":
+            entries.append(("compaction", str(item.get("encrypted_content", ""))))
     return entries
 
 
@@ -127,6 +132,7 @@ class ResponsesReply:
     tool_name: str | None = None
     arguments: dict[str, Any] = field(default_factory=dict)
     custom_input: str | None = None
+    compaction: str | None = None
     stall: bool = False
 
 
@@ -165,6 +171,8 @@ def script(body: dict[str, Any]) -> ResponsesReply:
         and i.get("type") != "reasoning"
     ]
     last = items[-1] if items else {}
+    if last.get("type") == "compaction_trigger":
+        return ResponsesReply(compaction="fake-compaction: " + " | ".join(prompts(body)))
     if last.get("type") in ("function_call_output", "custom_tool_call_output"):
         output = _output_text(last.get("output"))
         # exec_command's output comes after a header (chunk id, wall time, exit code).
@@ -201,6 +209,12 @@ def _usage(body: dict[str, Any], output: Any) -> dict[str, Any]:
 
 
 def _item(reply: ResponsesReply) -> dict[str, Any]:
+    if reply.compaction is not None:
+        return {
+            "type": "compaction",
+            "id": _new_id("cmp_fake"),
+            "encrypted_content": reply.compaction,
+        }
     if reply.tool_name and reply.custom_input is not None:
         return {
             "type": "custom_tool_call",
@@ -253,7 +267,7 @@ def events(body: dict[str, Any], reply: ResponsesReply) -> Iterator[dict[str, An
         pending["content"] = []
     elif item["type"] == "function_call":
         pending["arguments"] = ""
-    else:
+    elif item["type"] == "custom_tool_call":
         pending["input"] = ""
     yield {
         "type": "response.output_item.added",
@@ -303,7 +317,7 @@ def events(body: dict[str, Any], reply: ResponsesReply) -> Iterator[dict[str, An
             "output_index": 0,
             "arguments": item["arguments"],
         }
-    else:
+    elif item["type"] == "custom_tool_call":
         yield {
             "type": "response.custom_tool_call_input.delta",
             "sequence_number": next(seq),
