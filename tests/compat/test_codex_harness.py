@@ -145,3 +145,41 @@ def test_codex_fork_resumes_only_beside_its_parent(
         "a prompt in the fork",
         "next",
     ]
+
+
+ROLLBACK = "01a21766-d893-7641-a0b8-5e71d683dc54"
+COMPACTION = "01a21766-de59-75e3-9552-c2130690b4b1"
+
+
+def test_codex_resume_honours_its_own_rollback_segment(
+    codex_cli: Path, fake_model: FakeModel, cli_home: CliHome
+) -> None:
+    # thread/revert left the first file whole and wrote a second one for the same thread.
+    files = sorted(FIXTURES.rglob(f"rollout-*-{ROLLBACK}*.jsonl"))
+    assert len(files) == 2
+    for path in files:
+        _copy_rollout(path, FIXTURES, cli_home.home)
+    run = run_codex(cli_home.home, cli_home.cwd, fake_model, ["resume", ROLLBACK, "next"])
+    assert run.session_id == ROLLBACK
+    (sent,) = [r for r in fake_model.requests if r.api == "responses"]
+    assert sent.prompts == [
+        "first prompt",
+        "second prompt",
+        "third prompt, after the rollback",
+        "next",
+    ]
+
+
+def test_codex_resume_after_its_compaction_sends_the_replacement_history(
+    codex_cli: Path, fake_model: FakeModel, cli_home: CliHome
+) -> None:
+    _copy_rollout(_fixture(COMPACTION), FIXTURES, cli_home.home)
+    run_codex(cli_home.home, cli_home.cwd, fake_model, ["resume", COMPACTION, "next"])
+    (sent,) = [r for r in fake_model.requests if r.api == "responses"]
+    assert sent.prompts == ["before compaction one", "RUN: echo two", "after compaction", "next"]
+    assert (
+        "compaction",
+        "fake-compaction: before compaction one | RUN: echo two",
+    ) in sent.conversation
+    # The tool call before the compaction is not in the replacement history.
+    assert not any(role == "tool_use" for role, _ in sent.conversation)
