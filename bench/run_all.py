@@ -63,6 +63,7 @@ BENCHES = [
         ["--size-mb", "99", "--repeat", "3", "--postgres"],
         ["--size-mb", "20", "--repeat", "1"],
     ),
+    Bench("watch", "bench_watch_tick.py", ["--sizes", "300,10000"], ["--sizes", "30,300"]),
 ]
 
 
@@ -395,6 +396,21 @@ def parse_whole(text: str) -> dict[str, Any] | None:
     }
 
 
+def parse_watch(text: str) -> dict[str, Any] | None:
+    """bench_watch_tick: per corpus size, the tick with the named file, the full rescan."""
+    rows = [
+        {
+            "mb": float(m[1]),
+            "files": int(m[2]),
+            "stat": float(m[3]),
+            "tick": float(m[4]),
+            "full": float(m[5]),
+        }
+        for m in re.finditer(rf"^\s*{NUM} MB\s+(\d+)\s+{NUM} ms\s+{NUM} ms\s+{NUM} ms", text, re.M)
+    ]
+    return {"rows": rows} if rows else None
+
+
 PARSERS: dict[str, Callable[[str], dict[str, Any] | None]] = {
     "whole": parse_whole,
     "import": parse_import,
@@ -402,6 +418,7 @@ PARSERS: dict[str, Callable[[str], dict[str, Any] | None]] = {
     "fork": parse_fork,
     "pages": parse_pages,
     "scale": parse_scale,
+    "watch": parse_watch,
 }
 
 
@@ -622,6 +639,21 @@ def summary(benches: dict[str, Bench]) -> list[tuple[str, str, str, str, str]]:
             )
     else:
         absent("whole", "whole import vs agentsview; make run's first page")
+    watch = parsed.get("watch")
+    if watch:
+        first = watch["rows"][0]
+        for r in watch["rows"]:
+            rows.append(
+                (
+                    f"watcher tick, one line appended, {r['mb']:.0f} MB ({r['files']} files)",
+                    f"{r['tick']:.1f} ms",
+                    f"stat {r['stat'] * 1000:.0f} us; full-rescan tick {r['full']:.0f} ms",
+                    f"{r['tick'] / first['tick']:.2f}x the {first['mb']:.0f} MB tick",
+                    "flat (same at 300 MB and 10 GB)",
+                )
+            )
+    else:
+        absent("watch", "watcher tick with one changed file, 300 MB and 10 GB")
     for name, result in parsed.items():
         if result is None and benches[name].status == "ok":
             benches[name].parsed.add("unreadable")

@@ -147,7 +147,11 @@ def import_pass(roots: list[Path], reported: set[str] | None = None) -> bool:
 def _import_paths(roots: list[Path], paths: list[Path], reported: set[str]) -> bool:
     """Import what is at `paths` alone, logged, then search and usage of the sessions it
     touched; False when anything failed. Never raises. No progress is shown: it is short."""
-    close_old_connections()
+    # A connection a failure broke was closed by that failure; a good one is kept, not
+    # closed as a pass over every file does: closing SQLite's checkpoints its WAL.
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is not None and not conn.is_usable():
+            conn.close()
     try:
         report = sessions_import(roots=roots, paths=paths)
     except Exception as exc:
