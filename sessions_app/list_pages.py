@@ -28,6 +28,7 @@ from .selectors.session_pages import (
     seek_page,
 )
 from .selectors.worktrees import grouped_with_worktrees, project_worktrees, worktree_badge
+from .services.branching import branching_refusal
 from .usage_charts import usage_context
 from .views import HtmxHttpRequest
 
@@ -193,7 +194,8 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "empty_count": project.sessions.filter(is_subagent=False, turn_count=0).count(),
         "query": query,
         "sort": sort,
-        "can_write": can_write(request.user),
+        # A project is one agent's: its rows offer no Branch when that agent is not branched here.
+        "can_write": can_write(request.user) and not branching_refusal(project.agent),
         "can_worktree": can_manage_worktrees(request.user),
         "worktrees": [] if request.htmx else project_worktrees(project),
         **({} if request.htmx else usage_context(project)),

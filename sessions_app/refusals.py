@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .services.branching import (
     BranchError,
+    BranchingUnsupported,
     FileUnreadable,
     InvalidSessionId,
     InvalidTurn,
@@ -44,6 +45,7 @@ class LengthRequired(BranchError):
 STATUS: dict[type[BranchError], int] = {
     BranchError: 400,
     InvalidSessionId: 400,
+    BranchingUnsupported: 400,
     InvalidTurn: 400,
     OutsideRoots: 400,
     UnknownSession: 404,

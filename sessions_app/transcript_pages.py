@@ -17,6 +17,7 @@ from .permissions import can_manage_worktrees, can_run, can_write
 from .resume import in_legacy_folder, resume_command
 from .selectors.session_usage import session_usage
 from .selectors.worktrees import file_backups_kept, worktree_possible
+from .services.branching import branching_refusal
 from .services.runs import run_refresh
 from .transcript import PAGE_LIMITS, Page, build_page
 from .usage_charts import turn_chart
@@ -63,10 +64,14 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         "resume_command": resume_command(session),
         "legacy_folder": in_legacy_folder(session),
         "subagents": selectors.subagents_of(session),
-        "can_write": can_write(request.user),
-        "can_worktree": can_manage_worktrees(request.user) and worktree_possible(session),
+        # An agent read but not branched here: no action is offered, and the page says why.
+        "branch_refusal": (refusal := branching_refusal(session.agent)),
+        "can_write": can_write(request.user) and not refusal,
+        "can_worktree": (
+            not refusal and can_manage_worktrees(request.user) and worktree_possible(session)
+        ),
     }
-    if can_run(request.user) and not branch:
+    if can_run(request.user) and not branch and not refusal:
         latest = session.runs.first()
         context.update(can_run=True, modes=MODES.values(), run=latest and run_refresh(latest))
         context["run_here"] = bool(session.cwd) and os.path.isdir(session.cwd)
@@ -166,7 +171,7 @@ def session_live(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespons
         "live_update": True,
         "show_all": show_all,
         "leaf": "",
-        "can_write": can_write(request.user),
+        "can_write": can_write(request.user) and not branching_refusal(session.agent),
     }
     return render(request, "sessions_app/transcript.html#turn-page", context)
 

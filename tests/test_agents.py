@@ -16,6 +16,7 @@ from sessions_app.formats import (
     AGENT_LABELS,
     AGENTS,
     CLAUDE,
+    CODEX,
     LAST_RECORD,
     NEWEST_LEAF,
     QWEN,
@@ -70,7 +71,19 @@ FUNCTIONS = (
     "subagent_step",
     "subagent_prompt",
 )
-INTERFACE = (*DATA, *FUNCTIONS, "rewind_line", "rewinds_by_appending", "run_args", "legacy_roots")
+INTERFACE = (
+    *DATA,
+    *FUNCTIONS,
+    "rewind_line",
+    "rewinds_by_appending",
+    "run_args",
+    "legacy_roots",
+    "line_chain",
+    "sessions_root",
+    "archive_root",
+    "can_branch",
+    "session_id_of",
+)
 
 EVERY_AGENT = [*REGISTRY.values(), fake_agent.AGENT]
 
@@ -85,12 +98,21 @@ def test_every_agent_provides_the_whole_interface(agent: Agent) -> None:
     assert agent.rewinds_by_appending is (agent.rewind_line is not None)
     assert agent.run_args is None or callable(agent.run_args)
     assert all(isinstance(name, str) and "/" not in name for name in agent.legacy_roots)
+    assert agent.line_chain is None or callable(agent.line_chain)
+    assert all("/" not in name for name in (agent.sessions_root, agent.archive_root))
+    assert isinstance(agent.can_branch, bool) and callable(agent.session_id_of)
     # The interface is the dataclass's fields: nothing an agent may leave out.
     fields = {f.name for f in dataclasses.fields(Agent)}
     assert fields <= set(INTERFACE)
 
 
-@pytest.mark.parametrize("agent", EVERY_AGENT, ids=lambda a: a.name)
+# Only agents that branch write records (titles, rewind markers); the others' writers are
+# never called (the guards refuse first, `test_codex.py` tests that), so there is no
+# record of theirs to read back.
+BRANCHING_AGENTS = [a for a in EVERY_AGENT if a.can_branch]
+
+
+@pytest.mark.parametrize("agent", BRANCHING_AGENTS, ids=lambda a: a.name)
 def test_every_agent_reads_back_the_records_it_writes(agent: Agent) -> None:
     sid = str(uuid.uuid4())
     line = agent.title_line(session_id=sid, title="A title", parent_uuid=None, base={})
@@ -107,8 +129,8 @@ def test_every_agent_reads_back_the_records_it_writes(agent: Agent) -> None:
 
 
 def test_the_registry_and_the_old_constants_agree() -> None:
-    assert AGENTS == (CLAUDE, QWEN) == tuple(REGISTRY)
-    assert AGENT_LABELS == {CLAUDE: "Claude Code", QWEN: "Qwen Code"}
+    assert AGENTS == (CLAUDE, QWEN, CODEX) == tuple(REGISTRY)
+    assert AGENT_LABELS == {CLAUDE: "Claude Code", QWEN: "Qwen Code", CODEX: "Codex CLI"}
     assert all(agent_for(name).name == name for name in AGENTS)
     claude, qwen = agent_for(CLAUDE), agent_for(QWEN)
     assert (claude.cli, claude.leaf_rule, claude.rewinds_by_appending) == (
@@ -117,8 +139,16 @@ def test_the_registry_and_the_old_constants_agree() -> None:
         False,
     )
     assert (qwen.cli, qwen.leaf_rule, qwen.rewinds_by_appending) == ("qwen", LAST_RECORD, True)
-    # The layout tells agents apart: one keeps sessions in the project folder itself.
-    subfolders = [a.sessions_subfolder for a in REGISTRY.values()]
+    codex = agent_for(CODEX)
+    assert (codex.cli, codex.sessions_root, codex.archive_root, codex.can_branch) == (
+        "codex",
+        "sessions",
+        "archived_sessions",
+        False,
+    )
+    # The layout tells agents apart: one keeps sessions in the project folder itself; an
+    # agent with dated folders (Codex) is told apart by its root instead.
+    subfolders = [a.sessions_subfolder for a in REGISTRY.values() if not a.sessions_root]
     assert subfolders.count("") == 1 and len(set(subfolders)) == len(subfolders)
 
 
@@ -132,7 +162,9 @@ def test_an_agent_that_cannot_work_is_refused_when_made() -> None:
 
 
 def test_an_unknown_agent_is_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="unknown agent 'gemini'; known agents: claude, qwen"):
+    with pytest.raises(
+        ValueError, match="unknown agent 'gemini'; known agents: claude, qwen, codex"
+    ):
         agent_for("gemini")
     with pytest.raises(ValueError, match="unknown agent"):
         parse_line("gemini", b"{}")

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 from pathlib import Path
 
+import orjson
 import pytest
+from django.core.management import CommandError, call_command
 
 from sessions_app.formats import PROMPT, USER_OTHER, agent_for, parse_line
 from sessions_app.models import Record, Session
+from sessions_app.services.branching import (
+    BranchingUnsupported,
+    session_fork,
+    session_rewind,
+    session_rewind_undo,
+)
 from sessions_app.services.importing import sessions_import
+from sessions_app.services.worktrees import worktree_plan
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,6 +31,11 @@ TURNS = {
     "01a21760-a9c0-7191-881d-5cbb883febdf": 3,
     "01a21760-ac42-7d62-8bb2-5e68454e4bcc": 3,
     "01a21760-ae74-71f1-9af0-3a9c6ff18f96": 1,  # a fork: its own turn (3 more inherited)
+    # thread/revert leaves its file whole (3) and writes a second segment file of the same
+    # thread, read as a session of its own named by the segment id: its 1 turn.
+    "01a21766-d893-7641-a0b8-5e71d683dc54": 3,
+    "01a21766-dc52-7f20-bfbb-04c2731abefd": 1,
+    "01a21766-de59-75e3-9552-c2130690b4b1": 3,  # a compaction between turns 2 and 3
     "0199aa00-1111-7222-8333-944455556666": 2,
 }
 ROLLED_BACK = "0199aa00-1111-7222-8333-944455556666"
@@ -141,3 +156,135 @@ def test_bad_lines_are_never_fatal(tmp_path: Path) -> None:
     assert session.turn_count == 2
     assert session.invalid_count >= 1
     assert report.sessions == 1
+
+
+# --- Branching is not offered for Codex yet: every door refuses, with the reason.
+
+REFUSAL = (
+    "Codex sessions can be read, searched and priced here; branching them is not supported yet"
+)
+THREE_TURNS = "01a21760-a9c0-7191-881d-5cbb883febdf"
+
+
+@pytest.fixture
+def codex_root(tmp_path: Path, settings) -> Path:
+    root = _copy(tmp_path, CLI)
+    settings.SESSION_ROOTS = [root]
+    sessions_import(roots=[root])
+    return root
+
+
+def _files(root: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_the_page_offers_no_branch_fork_rewind_worktree_or_run_and_says_why(
+    client, codex_root: Path
+) -> None:
+    html = client.get(f"/sessions/{THREE_TURNS}/").content.decode()
+
+    assert REFUSAL in html and 'id="branch-refusal"' in html
+    assert 'class="prompt"' in html  # the turns are shown, only their actions are not
+    for action in (
+        'id="branch-session"',
+        'class="branch-here"',
+        'class="edit-fork"',
+        'class="rewind-here"',
+        'class="worktree-fork"',
+        'id="run-panel"',
+    ):
+        assert action not in html, action
+    project = Session.objects.get(session_id=THREE_TURNS).project
+    listing = client.get(f"/projects/{project.pk}/").content.decode()
+    assert THREE_TURNS in listing and 'class="branch-row"' not in listing
+
+
+@pytest.mark.parametrize(
+    ("url", "data"),
+    [
+        ("fork/", {}),
+        ("fork/", {"turn": "2"}),
+        ("fork/", {"turn": "2", "mode": "before"}),
+        ("fork/", {"turn": "2", "worktree": "1"}),
+        ("rewind/", {"turn": "2"}),
+        ("rewind/undo/", {}),
+        ("runs/", {"prompt": "next", "mode": "plan", "model": ""}),
+    ],
+)
+def test_every_page_action_is_refused_with_the_reason(
+    client, codex_root: Path, url: str, data: dict
+) -> None:
+    before = _files(codex_root)
+
+    response = client.post(f"/sessions/{THREE_TURNS}/{url}", data, HTTP_HX_REQUEST="true")
+
+    assert response.status_code == 400
+    assert REFUSAL in response.content.decode()
+    assert _files(codex_root) == before and Session.objects.count() == len(before)
+
+
+def test_the_rewind_confirmation_is_refused_too(client, codex_root: Path) -> None:
+    response = client.get(f"/sessions/{THREE_TURNS}/rewind/", {"turn": "2"})
+
+    assert response.status_code == 400 and REFUSAL in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("url", "body"),
+    [
+        ("fork", {}),
+        ("fork", {"turn": 2}),
+        ("fork", {"turn": 2, "include_turn": False}),
+        ("fork", {"turn": 2, "worktree": ""}),
+        ("rewind", {"turn": 2}),
+        ("rewind/undo", {}),
+    ],
+)
+def test_the_api_refuses_with_the_reason(
+    client, codex_root: Path, token: str, url: str, body: dict
+) -> None:
+    before = _files(codex_root)
+
+    response = client.post(
+        f"/api/sessions/{THREE_TURNS}/{url}",
+        data=orjson.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+
+    assert response.status_code == 400, response.content
+    assert response.json()["error"] == REFUSAL
+    assert _files(codex_root) == before and Session.objects.count() == len(before)
+
+
+@pytest.mark.parametrize(
+    ("command", "args"),
+    [
+        ("fork_session", []),
+        ("fork_session", ["--turn", "2"]),
+        ("fork_session", ["--turn", "2", "--before"]),
+        ("fork_session", ["--worktree"]),
+        ("rewind_session", ["--turn", "2"]),
+        ("rewind_session", ["--undo"]),
+    ],
+)
+def test_the_commands_refuse_with_the_reason(codex_root: Path, command: str, args: list) -> None:
+    before = _files(codex_root)
+
+    with pytest.raises(CommandError, match=REFUSAL) as refused:
+        call_command(command, THREE_TURNS, *args, stdout=io.StringIO())
+
+    assert refused.value.returncode == 2
+    assert _files(codex_root) == before and Session.objects.count() == len(before)
+
+
+def test_the_services_refuse_before_any_other_check(codex_root: Path) -> None:
+    session = Session.objects.get(session_id=THREE_TURNS)
+    for attempt in (
+        lambda: session_fork(session=session, turn=2),
+        lambda: session_rewind(session=session, turn=2),
+        lambda: session_rewind_undo(session=session),
+        lambda: worktree_plan(session),
+    ):
+        with pytest.raises(BranchingUnsupported, match=REFUSAL):
+            attempt()

@@ -26,6 +26,7 @@ from ...formats import is_session_id
 from ...models import Session
 from .errors import (
     BranchError,
+    BranchingUnsupported,
     FileUnreadable,
     InvalidSessionId,
     InvalidTurn,
@@ -39,12 +40,21 @@ from .errors import (
     WriteCheckFailed,
 )
 from .forking import Elsewhere, fork
-from .guards import check_not_busy, check_paths, check_readable, check_turn, check_unchanged
+from .guards import (
+    branching_refusal,
+    check_can_branch,
+    check_not_busy,
+    check_paths,
+    check_readable,
+    check_turn,
+    check_unchanged,
+)
 from .registering import reindex
 from .rewinding import rewind, undo
 
 __all__ = [
     "BranchError",
+    "BranchingUnsupported",
     "Elsewhere",
     "FileUnreadable",
     "InvalidSessionId",
@@ -56,6 +66,8 @@ __all__ = [
     "TargetExists",
     "UnknownSession",
     "WriteCheckFailed",
+    "branching_refusal",
+    "check_can_branch",
     "refusing_on_stale",
     "session_fork",
     "session_lookup",

@@ -11,6 +11,10 @@ class UnknownSession(BranchError):
     """No listed session has that id."""
 
 
+class BranchingUnsupported(BranchError):
+    """The session's agent is read here but not branched (`Agent.can_branch`)."""
+
+
 class InvalidSessionId(BranchError):
     """The id is not a UUID."""
 

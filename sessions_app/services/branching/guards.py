@@ -8,11 +8,12 @@ from pathlib import Path
 
 from django.conf import settings
 
-from ...formats import ASSISTANT, COMMAND, PROMPT, TOOL_RESULT
+from ...formats import ASSISTANT, COMMAND, PROMPT, TOOL_RESULT, agent_for
 from ...models import Session
 from ..roots import UnsafePath, check_inside, open_regular
 from .copying import read_record
 from .errors import (
+    BranchingUnsupported,
     FileUnreadable,
     InvalidTurn,
     OutsideRoots,
@@ -22,8 +23,28 @@ from .errors import (
 )
 
 
+def branching_refusal(agent_name: str) -> str:
+    """Why sessions of this agent are not branched here ("" when they are): the pages show it."""
+    agent = agent_for(agent_name)
+    if agent.can_branch:
+        return ""
+    return (
+        f"{agent.label.removesuffix(' CLI')} sessions can be read, searched and priced "
+        "here; branching them is not supported yet"
+    )
+
+
+def check_can_branch(session: Session) -> None:
+    """The session's agent offers branch, fork, rewind, undo, worktrees and runs."""
+    refusal = branching_refusal(session.agent)
+    if refusal:
+        raise BranchingUnsupported(refusal)
+
+
 def check_paths(session: Session) -> None:
     """The session file lies in its project folder under its root, and is no link."""
+    # Asked first by every action, so an agent that cannot branch is told so plainly.
+    check_can_branch(session)
     path = Path(session.path)
     if not os.path.lexists(path):
         raise SourceChanged(f"{path} no longer exists; re-import first")

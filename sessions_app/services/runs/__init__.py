@@ -36,7 +36,7 @@ from django.utils import timezone
 from ...formats.running import BadRunInput, check_run_input, shown_command
 from ...models import Run, Session
 from ..audit import Actor
-from ..branching import BranchError
+from ..branching import BranchError, BranchingUnsupported, check_can_branch
 from ..branching.registering import reindex
 from .following import follow
 from .process import alive, signal_group, spawn, start_time
@@ -82,6 +82,10 @@ def run_start(*, session: Session, prompt: str, mode: str, model: str, actor: Ac
     try:
         prompt, mode, model = check_run_input(prompt, mode, model)
     except BadRunInput as exc:
+        raise RunRefused(str(exc)) from None
+    try:
+        check_can_branch(session)
+    except BranchingUnsupported as exc:
         raise RunRefused(str(exc)) from None
     agent = session.agent_profile
     if agent.run_args is None:

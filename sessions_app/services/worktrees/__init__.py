@@ -29,7 +29,7 @@ from ...formats.worktrees import (
 from ...models import Session
 from .. import git
 from ..audit import Actor, audit_record
-from ..branching import Elsewhere, refusing_on_stale, session_fork
+from ..branching import Elsewhere, check_can_branch, refusing_on_stale, session_fork
 from ..branching.inputs import ForkInput
 from ..git import GitError, read_marker
 from .creating import WorktreePlan, make_worktree, plan_worktree, write_marker
@@ -74,6 +74,7 @@ class WorktreeFork:
 
 def worktree_plan(session: Session, slug: str | None = None) -> WorktreePlan:
     """What a fork of `session` into a new worktree would do; refusals raised, nothing written."""
+    check_can_branch(session)
     try:
         return plan_worktree(session, slug)
     except GitError as exc:
