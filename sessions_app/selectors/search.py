@@ -1,16 +1,17 @@
 """Search across sessions: ranked hits, one per distinct text, grouped by session.
 
 The words are found by the database: SQLite's FTS5 trigram index (`MATCH`, ranked
-by bm25), or PostgreSQL's trigram index (`ILIKE`, ranked by full-text `ts_rank`);
-either way each term is found as a case-insensitive substring, so `parse_line(`
-and `ENOENT` are found where they occur. A text copied into forks is one hit,
-shown in the session it came from first, with how many other sessions hold it.
+by bm25), or PostgreSQL's trigram index on the lower-cased text (`LIKE`, the shortest
+texts first); either way each term is found as a case-insensitive substring,
+so `parse_line(` and `ENOENT` are found where they occur, and a term matched more
+than RANK_WINDOW times is ranked among its newest matches, the same rows on both.
+A text copied into forks is one hit, shown in the session it came from first, with
+how many other sessions hold it.
 Snippets are plain text with match spans: whoever shows them escapes them.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -23,14 +24,13 @@ from ..formats import TITLE
 from ..formats.markup import tags_removed
 from ..formats.search_text import PART_LABELS, query_terms, short_terms, snippet
 from ..models import Record, SearchText, Session
-from .search_turns import like_pattern, turn_rows
+from .search_turns import folded_match, turn_rows
 
 ROW_LIMIT = 400  # record rows fetched per search, best first
-RANK_WINDOW = 1200  # SQLite: a term matched more often is ranked among its newest matches
+RANK_WINDOW = 1200  # a term matched more often is ranked among its newest matches
 SESSION_LIMIT = 50  # sessions shown
 HITS_PER_SESSION = 3  # hits shown per session (the rest: "only in this session")
 WINDOW = 400  # characters of a text fetched around its first match
-PLAIN_WORD = re.compile(r"[A-Za-z0-9]+")
 COLUMNS = "r.session_id, r.line, r.search_text_id, r.turn, r.active, r.kind, r.sidechain"
 
 
@@ -180,11 +180,12 @@ def search_filters(query: SearchQuery) -> tuple[str, list]:
 
 
 def _record_rows(terms: list[str], filters: str, params: list) -> tuple[list[tuple], bool]:
-    """The best rows of records holding every term."""
+    """The best rows of records holding every term, ranked among the newest RANK_WINDOW
+    matching rows when there are more (and whether there were): the same rows on both
+    databases, ranked by each one's own measure (SQLite's bm25, PostgreSQL's `ts_rank`)."""
     record, session = Record._meta.db_table, Session._meta.db_table
-    columns = COLUMNS
     if connection.vendor == "postgresql":
-        return _postgres_rows(terms, columns, filters, params), False
+        return _postgres_rows(terms, filters, params)
     match = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
     base = (
         f"FROM search_fts JOIN {record} r ON r.search_text_id = search_fts.rowid "
@@ -201,44 +202,45 @@ def _record_rows(terms: list[str], filters: str, params: list) -> tuple[list[tup
         edge = cursor.fetchone()
         window = " AND search_fts.rowid >= %s" if edge else ""
         cursor.execute(
-            f"SELECT {columns} {base}{window} "
+            f"SELECT {COLUMNS} {base}{window} "
             "ORDER BY search_fts.rank, r.session_id, r.line LIMIT %s",
             [match, *params, *([edge[0]] if edge else []), ROW_LIMIT],
         )
         return cursor.fetchall(), edge is not None
 
 
-def _postgres_rows(terms: list[str], columns: str, filters: str, params: list) -> list[tuple]:
-    """PostgreSQL: whole words through the full-text index first; if they do not fill the
-    list, every substring match through the trigram index (`ILIKE`), ranked the same way."""
+def _postgres_rows(terms: list[str], filters: str, params: list) -> tuple[list[tuple], bool]:
+    """PostgreSQL: the newest RANK_WINDOW matching rows, found through the trigram index
+    on the folded text (or, for a common term, by walking the texts newest first), the
+    shortest texts first.
+
+    The shortest first, as bm25 would for a term found once, and because a text's length
+    is known without reading it: `ts_rank` read every window text's words again and was
+    most of a common term's time (and ranked a long output that repeats a word first).
+    """
     text, record = SearchText._meta.db_table, Record._meta.db_table
     session = Session._meta.db_table
     joins = (
         f"FROM {text} t JOIN {record} r ON r.search_text_id = t.id "
         f"JOIN {session} s ON s.id = r.session_id"
     )
-    words = " && ".join(["phraseto_tsquery('simple', %s)"] * len(terms))
-    rank = f"ORDER BY ts_rank(t.words, {words}) DESC, r.session_id, r.line LIMIT %s"
-    # A term that is not one plain word (code, a phrase) is checked as the substring it is.
-    checked = [t for t in terms if not PLAIN_WORD.fullmatch(t)]
-    likes = "".join(" AND t.text ILIKE %s" for _ in checked)
+    match, values = folded_match(terms)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT bool_and(numnode(phraseto_tsquery('simple', x)) > 0) "
-                       "FROM unnest(%s::text[]) AS x", [terms])  # fmt: skip
-        if cursor.fetchone()[0]:
-            cursor.execute(
-                f"SELECT {columns} {joins} WHERE t.words @@ ({words}){likes}{filters} {rank}",
-                [*terms, *(like_pattern(t) for t in checked), *params, *terms, ROW_LIMIT],
-            )
-            rows = cursor.fetchall()
-            if len(rows) >= ROW_LIMIT:
-                return rows
-        every = " AND ".join(["t.text ILIKE %s"] * len(terms))
+        # The window's texts, newest first: every text at or above the window's edge
+        # (SQLite's `rowid >= edge`), so ranking them needs no second look at the text.
         cursor.execute(
-            f"SELECT {columns} {joins} WHERE {every}{filters} {rank}",
-            [*(like_pattern(t) for t in terms), *params, *terms, ROW_LIMIT],
+            f"SELECT t.id {joins} WHERE {match}{filters} ORDER BY t.id DESC LIMIT %s",
+            [*values, *params, RANK_WINDOW],
         )
-        return cursor.fetchall()
+        ids = [row[0] for row in cursor.fetchall()]
+        if not ids:
+            return [], False
+        cursor.execute(
+            f"SELECT {COLUMNS} {joins} WHERE r.search_text_id = ANY(%s){filters} "
+            "ORDER BY octet_length(t.text), r.session_id, r.line LIMIT %s",
+            [sorted(set(ids)), *params, ROW_LIMIT],
+        )
+        return cursor.fetchall(), len(ids) >= RANK_WINDOW
 
 
 def _fill_snippets(seen: dict[int, Hit], ids: list[int], terms: list[str]) -> None:
@@ -247,7 +249,7 @@ def _fill_snippets(seen: dict[int, Hit], ids: list[int], terms: list[str]) -> No
         return
     table = SearchText._meta.db_table
     if connection.vendor == "postgresql":
-        position = "strpos(lower(text), lower(%s))"
+        position = "strpos(folded, lower(%s))"  # lower-cased once, when it was stored
     else:
         position = "instr(lower(text), lower(%s))"
     marks = ", ".join(["%s"] * len(ids))
