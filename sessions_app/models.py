@@ -95,6 +95,8 @@ class Session(models.Model):
     is_subagent = models.BooleanField(default=False)
     owner_session_id = models.UUIDField(null=True, blank=True, db_index=True)
     agent_name = models.CharField(max_length=255, blank=True)
+    # The CLI archived it (Codex's `archived_sessions/`): its CLI resumes it only once unarchived.
+    cli_archived = models.BooleanField(default=False)
 
     # Lineage: what this session was made from by branch, fork or rewind.
     parent = models.ForeignKey(

@@ -288,3 +288,33 @@ def test_the_services_refuse_before_any_other_check(codex_root: Path) -> None:
     ):
         with pytest.raises(BranchingUnsupported, match=REFUSAL):
             attempt()
+
+
+# --- Archived sessions (`codex archive` moves a rollout to `archived_sessions/`).
+
+
+def test_an_archived_session_is_marked_on_its_page_and_in_the_lists(
+    tmp_path: Path, client, settings
+) -> None:
+    home = tmp_path / ".codex"
+    sessions = _copy(home, CLI)
+    archive = home / "archived_sessions"
+    archive.mkdir()
+    moved = next(sessions.rglob(f"*{THREE_TURNS}.jsonl"))
+    moved.rename(archive / moved.name)  # as `codex archive` leaves it: the file at the top
+    settings.SESSION_ROOTS = [sessions, archive]
+
+    report = sessions_import(roots=[sessions, archive])
+
+    assert not report.errors
+    archived = Session.objects.get(session_id=THREE_TURNS)
+    assert archived.cli_archived and archived.turn_count == 3
+    assert not Session.objects.filter(agent="codex", cli_archived=True).exclude(pk=archived.pk)
+    badge = 'class="badge cli-archived"'
+    assert badge in client.get(f"/sessions/{THREE_TURNS}/").content.decode()
+    listing = client.get(f"/projects/{archived.project.pk}/").content.decode()
+    assert listing.count(badge) == 1
+    recent = client.get("/recent/").content.decode()
+    assert recent.count(badge) == 1 and THREE_TURNS in recent
+    other = Session.objects.get(session_id="01a21760-ac42-7d62-8bb2-5e68454e4bcc")
+    assert badge not in client.get(f"/sessions/{other.session_id}/").content.decode()

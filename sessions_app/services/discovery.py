@@ -38,6 +38,7 @@ class SessionFile:
     project_folder: Path
     session_id: str | None  # from the file name; None for subagent files
     owner_session_id: str | None = None  # known from the layout for `<id>/subagents/`
+    archived: bool = False  # under the CLI's archive root (Codex's `archived_sessions/`)
 
     @property
     def is_subagent(self) -> bool:
@@ -258,6 +259,7 @@ def _dated_files(
     root: Path, agent: Agent, problems: list[str], misnamed: list[Path], depth: int = 0
 ) -> Iterator[SessionFile]:
     """The session files of `agent` under `root`, in `YYYY/MM/DD/` folders or at the top."""
+    archived = bool(agent.archive_root) and root.name == agent.archive_root
     folder = root
     stack = [(root, 0)]
     while stack:
@@ -271,16 +273,19 @@ def _dated_files(
             path = folder / entry.name
             if entry.is_symlink():
                 problems.append(_link_skipped(path))
-            elif entry.is_dir(follow_symlinks=False):
-                if depth < DATED_DEPTH and DATED_FOLDER_RE.match(entry.name):
-                    stack.append((path, depth + 1))
+            elif (
+                entry.is_dir(follow_symlinks=False)
+                and depth < DATED_DEPTH
+                and DATED_FOLDER_RE.match(entry.name)
+            ):
+                stack.append((path, depth + 1))
         for path in _jsonl_files(folder, problems):
             session_id = agent.session_id_of(path)
             if session_id is None:
                 misnamed.append(path)
                 continue
             project = root / agent.project_folder_name(_head_cwd(agent, path) or "unknown")
-            yield SessionFile(path, agent.name, root, project, session_id)
+            yield SessionFile(path, agent.name, root, project, session_id, archived=archived)
 
 
 def _head_cwd(agent: Agent, path: Path) -> str | None:

@@ -63,6 +63,7 @@ def new_session(source: SessionFile, known: dict[str, int]) -> Session:
         session_id=source.session_id or source.owner_session_id or "0" * 32,
         is_subagent=source.is_subagent,
         owner_session_id=source.owner_session_id,
+        cli_archived=source.archived,
     )
 
 
