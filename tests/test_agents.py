@@ -83,6 +83,7 @@ INTERFACE = (
     "archive_root",
     "can_branch",
     "session_id_of",
+    "usage_reader",
 )
 
 EVERY_AGENT = [*REGISTRY.values(), fake_agent.AGENT]
@@ -101,6 +102,7 @@ def test_every_agent_provides_the_whole_interface(agent: Agent) -> None:
     assert agent.line_chain is None or callable(agent.line_chain)
     assert all("/" not in name for name in (agent.sessions_root, agent.archive_root))
     assert isinstance(agent.can_branch, bool) and callable(agent.session_id_of)
+    assert agent.usage_reader is None or callable(agent.usage_reader)
     # The interface is the dataclass's fields: nothing an agent may leave out.
     fields = {f.name for f in dataclasses.fields(Agent)}
     assert fields <= set(INTERFACE)

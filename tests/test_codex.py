@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import shutil
+from decimal import Decimal
 from pathlib import Path
 
 import orjson
@@ -11,7 +12,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from sessions_app.formats import PROMPT, USER_OTHER, agent_for, parse_line
-from sessions_app.models import Record, Session
+from sessions_app.models import Record, Session, Usage
+from sessions_app.selectors.session_usage import session_usage
 from sessions_app.services.branching import (
     BranchingUnsupported,
     session_fork,
@@ -19,6 +21,7 @@ from sessions_app.services.branching import (
     session_rewind_undo,
 )
 from sessions_app.services.importing import sessions_import
+from sessions_app.services.usage import usage_refresh
 from sessions_app.services.worktrees import worktree_plan
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -318,3 +321,78 @@ def test_an_archived_session_is_marked_on_its_page_and_in_the_lists(
     assert recent.count(badge) == 1 and THREE_TURNS in recent
     other = Session.objects.get(session_id="01a21760-ac42-7d62-8bb2-5e68454e4bcc")
     assert badge not in client.get(f"/sessions/{other.session_id}/").content.decode()
+
+
+# --- Usage: each model response once, with the model its turn named, priced.
+
+# From the `token_usage_record` lines of tests/fixtures/cli/codex (0.169): per file, the
+# responses and the sums of their `usage` (input includes cached), all on gpt-5.5.
+RESPONSES = {
+    "01a21760-a9c0-7191-881d-5cbb883febdf": (5, 37220, 18609, 244),
+    "01a21760-ac42-7d62-8bb2-5e68454e4bcc": (2, 14609, 7304, 97),  # 3 token_count events
+    "01a21760-ae74-71f1-9af0-3a9c6ff18f96": (1, 7946, 3973, 48),
+    "01a21766-d893-7641-a0b8-5e71d683dc54": (3, 21816, 10908, 143),
+    "01a21766-dc52-7f20-bfbb-04c2731abefd": (1, 7436, 3718, 51),
+    "01a21766-de59-75e3-9552-c2130690b4b1": (5, 36643, 18320, 216),
+}
+
+
+def test_usage_rows_are_one_per_response_id_with_the_turns_model_and_a_price(
+    tmp_path: Path,
+) -> None:
+    sessions_import(roots=[_copy(tmp_path, CLI)])
+    usage_refresh()
+
+    for sid, (responses, prompt, cached, output) in RESPONSES.items():
+        rows = Usage.objects.filter(session__session_id=sid)
+        assert rows.count() == responses, sid
+        assert all(r.key.startswith(f"codex:{sid}:resp_") for r in rows)
+        assert set(rows.values_list("model", flat=True)) == {"gpt-5.5"}
+        got = [sum(rows.values_list(k, flat=True)) for k in ("input_tokens", "cache_read_tokens")]
+        assert got == [prompt - cached, cached], sid
+        assert sum(rows.values_list("output_tokens", flat=True)) == output
+        total, per_model = session_usage(Session.objects.get(session_id=sid))
+        assert list(per_model) == ["gpt-5.5"] and total.priced and total.cost > 0
+        assert total.messages == responses
+    # gpt-5.5 at genai-prices' rates: $5 input, $0.50 cached, $30 output per million.
+    total, _ = session_usage(Session.objects.get(session_id=THREE_TURNS))
+    expected = (Decimal(18611) * 5 + Decimal(18609) / 2 + Decimal(244) * 30) / 1_000_000
+    assert total.cost == expected
+
+
+def test_without_response_ids_usage_is_keyed_by_the_session_and_the_running_total(
+    tmp_path: Path,
+) -> None:
+    root = _copy(tmp_path, SYNTHETIC)
+    source = next(root.rglob("*.jsonl"))
+    # A second session with the same token counts (the same prompts asked twice).
+    twin = "0199aa00-1111-7222-8333-000000000002"
+    text = source.read_text().replace(ROLLED_BACK, twin)
+    source.with_name(source.name.replace(ROLLED_BACK, twin)).write_text(text)
+    sessions_import(roots=[root])
+    usage_refresh()
+
+    for sid in (ROLLED_BACK, twin):
+        rows = Usage.objects.filter(session__session_id=sid)
+        # Three responses (the repeated token_count is the same one), none a copy.
+        assert rows.count() == 3 and not rows.filter(copy=True).exists()
+        assert set(rows.values_list("model", flat=True)) == {"gpt-5.5"}
+        assert sum(rows.values_list("input_tokens", flat=True)) == 3 * 600
+        assert sum(rows.values_list("cache_read_tokens", flat=True)) == 3 * 400
+        total, _ = session_usage(Session.objects.get(session_id=sid))
+        assert total.priced and total.cost > 0
+
+
+def test_a_usage_pass_that_starts_mid_file_still_knows_the_model(tmp_path: Path) -> None:
+    root = _copy(tmp_path, CLI)
+    sessions_import(roots=[root])
+    session = Session.objects.get(session_id=THREE_TURNS)
+    # As if a pass had counted the lines up to turn 2's first response and stopped there.
+    first_usage = Record.objects.get(session=session, raw_type="token_usage_record", line=10)
+    Session.objects.filter(pk=session.pk).update(usage_lines=first_usage.line + 1)
+    Usage.objects.filter(session=session).delete()
+
+    usage_refresh()
+
+    rows = Usage.objects.filter(session=session)
+    assert rows.count() == 4 and set(rows.values_list("model", flat=True)) == {"gpt-5.5"}

@@ -44,7 +44,11 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   `line_chain` (for a CLI without a uuid chain, Codex: what gives each line a synthetic
   uuid and parent by its order), `sessions_root` and `archive_root` (folders of the
   home folder whose session files lie in dated folders, their project named inside
-  each file) and `can_branch` (whether branch, fork, rewind and runs are offered).
+  each file), `can_branch` (whether branch, fork, rewind and runs are offered) and
+  `usage_reader` (for a CLI whose usage lines name no model or need the lines before
+  them, Codex: made per session with its id, it reads the session's lines in order,
+  `read(data) -> MessageUsage | None`, and names in `types` the raw types it must see
+  besides the assistant records).
 
 `tests/fake_agent.py` is such a module, and `tests/test_agents.py` imports, shows,
 forks and rewinds its sessions with no other change.
@@ -168,6 +172,9 @@ class Agent:
     archive_root: str = ""
     # Whether branch, fork, rewind and runs from the page are offered for its sessions.
     can_branch: bool = True
+    # For a CLI whose usage needs the lines before it (Codex: the model is named once per
+    # turn): made with the session id; the usage pass reads with it instead of `usage_of`.
+    usage_reader: Callable[[str], Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:

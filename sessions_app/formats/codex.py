@@ -36,7 +36,7 @@ from . import (
 from .agent import LAST_RECORD, Agent, AssistantPart, ToolOutcome
 from .codex_order import LineChain
 from .codex_tools import call_part, outcome_of
-from .codex_usage import codex_usage
+from .codex_usage import CodexUsage, codex_usage
 from .common import MODEL_LIMIT, base_record, bounded, clip, load, note
 from .writing import qwen_title_line
 
@@ -278,4 +278,5 @@ AGENT: Agent = Agent(
     sessions_root="sessions",
     archive_root="archived_sessions",
     can_branch=False,
+    usage_reader=CodexUsage,
 )

@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import BinaryIO
 
 from django.db import DatabaseError, connection, transaction
-from django.db.models import F, Min
+from django.db.models import F, Min, Q
 from django.template.defaultfilters import pluralize
 from zlib_ng.zlib_ng import crc32
 
@@ -118,16 +119,26 @@ def _slice(session: Session, report: UsageReport) -> tuple[bool, int]:
         return True, 0
     low, count = state
     high = min(count, low + SLICE_LINES)
+    agent = agent_for(session.agent)
+    reader = agent.usage_reader(str(session.session_id)) if agent.usage_reader else None
+    wanted = Q(kind__in=(ASSISTANT, PROGRESS))
+    if reader is not None:
+        wanted |= Q(raw_type__in=reader.types)
     rows = (
-        Record.objects.filter(
-            session=session, line__gte=low, line__lt=high, kind__in=(ASSISTANT, PROGRESS)
-        )
+        Record.objects.filter(wanted, session=session, line__gte=low, line__lt=high)
         .order_by("line")
         .values_list("line", "offset", "length", "digest", "timestamp", "kind")
     )
-    usage_of = agent_for(session.agent).usage_of
+    usage_of = agent.usage_of if reader is None else reader.read
     found: dict[str, tuple[int, datetime | None, MessageUsage]] = {}
     with open_regular(session.path, root=session.project.root) as f:
+        if reader is not None and low:
+            # What the lines before this slice told the reader (the model of the turn).
+            earlier = session.records.filter(line__lt=low, raw_type__in=reader.types)
+            for offset, length, digest in earlier.order_by("line").values_list(
+                "offset", "length", "digest"
+            ):
+                reader.read(_checked(f, offset, length, digest))
         for line, offset, length, digest, at, kind in rows.iterator(chunk_size=2000):
             f.seek(offset)
             raw = f.read(length)
@@ -148,6 +159,16 @@ def _slice(session: Session, report: UsageReport) -> tuple[bool, int]:
     _store(session, found)
     Session.objects.filter(pk=session.pk).update(usage_lines=high)
     return high >= count, len(found)
+
+
+def _checked(f: BinaryIO, offset: int, length: int, digest: int) -> dict:
+    """The record the index names at `offset`, parsed ({} when it is no object)."""
+    f.seek(offset)
+    raw = f.read(length)
+    if len(raw) != length or crc32(raw) != digest:
+        raise _Behind
+    data = load(raw)
+    return data if isinstance(data, dict) else {}
 
 
 def _store(session: Session, found: dict[str, tuple[int, datetime | None, MessageUsage]]) -> None:
