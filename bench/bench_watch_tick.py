@@ -147,14 +147,28 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[300, 10000], help="corpus MB")
     parser.add_argument("--file-kb", type=int, default=350, help="size of each session file")
     parser.add_argument("--ticks", type=int, default=7, help="ticks timed per size and way")
-    parser.add_argument("--postgres", metavar="URL", help="PostgreSQL (a database next to it)")
+    parser.add_argument(
+        "--postgres", metavar="URL", help="PostgreSQL: a server's database to connect first"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the corpus folder")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-watch-"))
     root = work / "root"
     root.mkdir()
-    _setup(work / "data", args.postgres)
+    try:
+        _setup(work / "data", args.postgres)
+        _measure(root, args)
+    finally:
+        _drop(args.postgres)
+        if args.keep:
+            print(f"kept: {work}")
+        else:
+            shutil.rmtree(work)  # the links: the 10 GB is only names, but many
+
+
+def _measure(root: Path, args: argparse.Namespace) -> None:
+    """Make the corpus size by size, and time both ticks at each."""
     from sessions_app.services import watching
     from sessions_app.services.importing import sessions_import
     from sessions_app.services.searching import search_refresh
@@ -208,11 +222,6 @@ def main() -> None:
             f"tick, the named file, at {large[0]} MB vs {small[0]} MB: "
             f"{large[3] / small[3]:.2f}x (full-rescan tick: {large[4] / small[4]:.1f}x)"
         )
-    _drop(args.postgres)
-    if args.keep:
-        print(f"kept: {work}")
-    else:
-        shutil.rmtree(work)
 
 
 def logging_quiet() -> None:

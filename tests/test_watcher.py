@@ -18,7 +18,8 @@ import pytest
 from sessions_app.management.commands import import_sessions as command
 from sessions_app.models import ImportStatus, Session, Usage
 from sessions_app.services import importing, watching
-from sessions_app.services.discovery import discover, discover_path
+from sessions_app.services.discovery import discover
+from sessions_app.services.discovery_path import discover_path
 
 from .factories import assistant_record, jsonl, make_session, one_turn, user_record
 
@@ -252,11 +253,13 @@ def test_a_failed_tick_is_tried_again_as_a_pass_over_every_file(
     assert _lines(two) == 6
 
 
-def test_discover_path_finds_what_discover_finds(corpus_roots: list[Path]) -> None:
+def test_discover_path_finds_what_discover_finds(corpus_roots: list[Path], corpus: Path) -> None:
     """The one-path entry keeps discovery's rules: every file, link and odd name of the
-    fixture corpus, named alone, is found (or refused) as the whole scan finds it."""
-    for root in corpus_roots:
-        folder = next(p for p in root.iterdir() if p.is_dir())
+    fixture corpus (Codex's dated folders too), named alone, is found (or refused) as the
+    whole scan finds it."""
+    dated = [corpus / "cli/codex/sessions", corpus / "synthetic/codex/sessions"]
+    for root in [*corpus_roots, *dated]:
+        folder = next(p for p in root.rglob("*") if p.is_dir() and any(p.glob("*.jsonl")))
         (folder / "notes.jsonl").write_bytes(b"{}\n")
         os.symlink(folder / "notes.jsonl", folder / f"{uuid.uuid4()}.jsonl")
         os.mkfifo(folder / f"{uuid.uuid4()}.jsonl")

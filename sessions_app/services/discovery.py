@@ -191,64 +191,6 @@ def _session_file(root: Path, folder: Path, agent: Agent, path: Path) -> Session
     return None
 
 
-def discover_path(root: Path, path: Path) -> tuple[list[SessionFile], list[str], list[Path]]:
-    """What `discover(root)` finds at `path` alone, by the same rules: the session file
-    there, or every session file of the project when `path` is a folder in one (a new
-    project, a folder moved in); nothing when `path` lies outside `root` or is gone."""
-    given = Path(root)
-    root = resolve_root(given)
-    try:
-        # The watcher names paths under the root as configured, which may be a link.
-        parts = path.relative_to(given if path.is_relative_to(given) else root).parts
-    except ValueError:
-        return [], [], []
-    if not parts:
-        return discover(root)
-    files: list[SessionFile] = []
-    problems: list[str] = []
-    misnamed: list[Path] = []
-    folder = root / parts[0]
-    path = root.joinpath(*parts)
-    try:
-        mode = os.lstat(path).st_mode
-    except OSError:
-        return files, problems, misnamed  # gone: a full pass would not find it either
-    if not _real_folder(folder, problems):
-        return files, problems, misnamed  # a file beside the projects, or a link (said)
-    only = legacy_root_agent(root)
-    if stat.S_ISDIR(mode):
-        files.extend(_project_files(root, folder, problems, misnamed, only))
-        return files, problems, misnamed
-    if len(parts) == 1 or not path.name.endswith(".jsonl"):
-        return files, problems, misnamed
-    if only is None:
-        agent = _project_agent(folder, problems)
-    elif _real_folder(only.sessions_folder(folder), problems):
-        agent = only
-    else:
-        agent = None
-    if agent is None:
-        return files, problems, misnamed
-    inner = parts[1:]
-    if path.parent == agent.sessions_folder(folder):
-        if _regular(path, mode, problems):
-            found = _session_file(root, folder, agent, path)
-            files.extend([found] if found is not None else [])
-            misnamed.extend([path] if found is None else [])
-    elif (
-        agent.subagent_files
-        and len(inner) == 3
-        and is_session_id(inner[0])
-        and inner[1] == "subagents"
-        and inner[2].startswith("agent-")
-        and _real_folder(folder / inner[0], problems)
-        and _real_folder(folder / inner[0] / "subagents", problems)
-        and _regular(path, mode, problems)
-    ):
-        files.append(SessionFile(path, agent.name, root, folder, None, owner_session_id=inner[0]))
-    return files, problems, misnamed
-
-
 # A dated layout's folders: a year, a month, a day.
 DATED_FOLDER_RE = re.compile(r"^\d{2,4}$")
 DATED_DEPTH = 3
@@ -259,7 +201,6 @@ def _dated_files(
     root: Path, agent: Agent, problems: list[str], misnamed: list[Path], depth: int = 0
 ) -> Iterator[SessionFile]:
     """The session files of `agent` under `root`, in `YYYY/MM/DD/` folders or at the top."""
-    archived = bool(agent.archive_root) and root.name == agent.archive_root
     folder = root
     stack = [(root, 0)]
     while stack:
@@ -280,12 +221,20 @@ def _dated_files(
             ):
                 stack.append((path, depth + 1))
         for path in _jsonl_files(folder, problems):
-            session_id = agent.session_id_of(path)
-            if session_id is None:
+            if (found := _dated_file(root, agent, path)) is not None:
+                yield found
+            else:
                 misnamed.append(path)
-                continue
-            project = root / agent.project_folder_name(_head_cwd(agent, path) or "unknown")
-            yield SessionFile(path, agent.name, root, project, session_id, archived=archived)
+
+
+def _dated_file(root: Path, agent: Agent, path: Path) -> SessionFile | None:
+    """The session file `path` of a dated layout; None: its name is no session file's."""
+    session_id = agent.session_id_of(path)
+    if session_id is None:
+        return None
+    archived = bool(agent.archive_root) and root.name == agent.archive_root
+    project = root / agent.project_folder_name(_head_cwd(agent, path) or "unknown")
+    return SessionFile(path, agent.name, root, project, session_id, archived=archived)
 
 
 def _head_cwd(agent: Agent, path: Path) -> str | None:

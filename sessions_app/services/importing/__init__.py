@@ -26,7 +26,8 @@ from django.db.models import Count, F, Max, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
 from ...models import Project, Session
-from ..discovery import RootError, SessionFile, discover, discover_path
+from ..discovery import RootError, SessionFile, discover
+from ..discovery_path import discover_path
 from ..import_status import ImportTracker
 from ..roots import UnsafePath, open_regular
 from .indexing import Indexed, import_open_file
