@@ -102,10 +102,9 @@ def _dated_path(root: Path, agent: Agent, path: Path, parts: tuple[str, ...], mo
     if stat.S_ISDIR(mode):
         # A new day's folder, maybe with its first file already in it: a whole scan,
         # kept to what lies under the folder (once a day, not once a tick).
-        files, problems, misnamed = [], [], []
-        for found in _dated_files(root, agent, problems, misnamed):
-            if found.path.is_relative_to(path):
-                files.append(found)
+        files = [
+            f for f in _dated_files(root, agent, problems, misnamed) if f.path.is_relative_to(path)
+        ]
         inside = [p for p in problems if Path(p.split(":", 1)[0]).is_relative_to(path)]
         return files, inside, [p for p in misnamed if p.is_relative_to(path)]
     folders = parts[:-1]
@@ -119,5 +118,5 @@ def _dated_path(root: Path, agent: Agent, path: Path, parts: tuple[str, ...], mo
         or not _regular(path, mode, problems)
     ):
         return [], problems, misnamed
-    found = _dated_file(root, agent, path)
-    return ([found], problems, misnamed) if found is not None else ([], problems, [path])
+    one = _dated_file(root, agent, path)
+    return ([one], problems, misnamed) if one is not None else ([], problems, [path])
