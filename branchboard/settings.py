@@ -85,16 +85,17 @@ if _changed := data_folder_private(DATA_DIR):
     sys.stderr.write(data_folder_message(DATA_DIR, _changed))
 
 # Session roots: folders holding an agent's `projects/` layout; by default each agent's
-# `~/<home folder>/projects` (`~/.claude/projects`, `~/.qwen/projects`) and the folders
-# older releases used (`~/.qwen/tmp`).
+# `~/<home folder>/projects` (`~/.claude/projects`, `~/.qwen/projects`), the folders
+# older releases used (`~/.qwen/tmp`), and Codex's dated `sessions/` and
+# `archived_sessions/` (under `$CODEX_HOME` when set, else `~/.codex`).
 SESSION_ROOTS = [
     Path(p).expanduser()
     for p in env_list(
         "BRANCHBOARD_ROOTS",
         [
-            str(Path.home() / a.home_folder / folder)
+            str(a.home(os.environ, Path.home()) / folder)
             for a in agents()
-            for folder in ("projects", *a.legacy_roots)
+            for folder in a.root_folders
         ],
         sep=os.pathsep,
     )

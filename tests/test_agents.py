@@ -84,6 +84,9 @@ INTERFACE = (
     "can_branch",
     "session_id_of",
     "usage_reader",
+    "home_variable",
+    "home",
+    "root_folders",
 )
 
 EVERY_AGENT = [*REGISTRY.values(), fake_agent.AGENT]
@@ -344,3 +347,22 @@ def test_a_third_agent_that_rewinds_by_appending(fake_root: Path, monkeypatch) -
     assert data.startswith(original) and orjson.loads(data[len(original) :])["type"] == "rewind"
     assert rewound.turn_count == 1
     assert session_rewind_undo(session=rewound).turn_count == 3
+
+
+def test_each_agent_names_its_default_roots() -> None:
+    home = Path("/home/dev")
+
+    def roots(environ: dict[str, str]) -> list[Path]:
+        return [a.home(environ, home) / f for a in REGISTRY.values() for f in a.root_folders]
+
+    assert roots({}) == [
+        home / ".claude/projects",
+        home / ".qwen/projects",
+        home / ".qwen/tmp",
+        home / ".codex/sessions",
+        home / ".codex/archived_sessions",
+    ]
+    # CODEX_HOME moves all that Codex keeps; the other agents stay where they were.
+    moved = roots({"CODEX_HOME": "/srv/codex"})
+    assert moved[-2:] == [Path("/srv/codex/sessions"), Path("/srv/codex/archived_sessions")]
+    assert moved[:3] == roots({})[:3]

@@ -21,6 +21,7 @@ from sessions_app.services.branching import (
     session_rewind_undo,
 )
 from sessions_app.services.importing import sessions_import
+from sessions_app.services.searching import search_refresh
 from sessions_app.services.usage import usage_refresh
 from sessions_app.services.worktrees import worktree_plan
 
@@ -139,7 +140,7 @@ def test_an_append_reads_only_the_new_line_and_keeps_the_chain(tmp_path: Path) -
     assert Record.objects.filter(session=session).count() == before + 1
     assert session.turn_count == 3
     last = Record.objects.filter(session=session).order_by("-line").first()
-    assert last is not None and last.parent_uuid == f"line:{last.line - 1}"
+    assert last is not None and last.parent_uuid == f"{ROLLED_BACK}:{last.line - 1}"
 
 
 def test_bad_lines_are_never_fatal(tmp_path: Path) -> None:
@@ -396,3 +397,49 @@ def test_a_usage_pass_that_starts_mid_file_still_knows_the_model(tmp_path: Path)
 
     rows = Usage.objects.filter(session=session)
     assert rows.count() == 4 and set(rows.values_list("model", flat=True)) == {"gpt-5.5"}
+
+
+# --- Search: Codex text in the same index as the other agents'.
+
+
+@pytest.mark.parametrize(
+    ("query", "part"),
+    [
+        ('"done: README.md"', "reply"),  # the model's reply after the shell call
+        ('"Wall time"', "output"),  # only in the shell call's output
+    ],
+)
+def test_a_codex_reply_and_shell_output_are_found_by_the_page_and_the_api(
+    client, codex_root: Path, token: str, query: str, part: str
+) -> None:
+    search_refresh()
+
+    page = client.get("/search/", {"q": query})
+    api = client.get("/api/search", {"q": query}, HTTP_AUTHORIZATION=f"Bearer {token}").json()
+
+    assert page.status_code == 200 and f"/sessions/{THREE_TURNS}/" in page.content.decode()
+    hits = {s["session_id"]: s["hits"] for s in api["sessions"]}
+    assert THREE_TURNS in hits and hits[THREE_TURNS][0]["part"] == part
+    assert api["sessions"][0]["agent"] == "codex"
+
+
+def test_injected_context_is_never_a_prompt_hit(client, codex_root: Path, token: str) -> None:
+    search_refresh()
+
+    api = client.get(
+        "/api/search",
+        {"q": "environment_context", "all": "1"},
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    ).json()
+    typed = client.get("/api/search", {"q": '"RUN: ls -1"'}, HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    parts = {hit["part"] for s in api["sessions"] for hit in s["hits"]}
+    assert "prompt" not in parts
+    prompt_hits = [h for s in typed.json()["sessions"] for h in s["hits"]]
+    assert prompt_hits and prompt_hits[0]["part"] == "prompt"  # a typed prompt is one
+
+
+def test_line_uuids_are_unique_across_sessions(codex_root: Path) -> None:
+    # The index takes two records with one uuid for one record copied into a fork.
+    uuids = list(Record.objects.filter(session__agent="codex").values_list("uuid", flat=True))
+    assert len(uuids) > 100 and len(set(uuids)) == len(uuids)

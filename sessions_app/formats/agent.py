@@ -48,7 +48,8 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   `usage_reader` (for a CLI whose usage lines name no model or need the lines before
   them, Codex: made per session with its id, it reads the session's lines in order,
   `read(data) -> MessageUsage | None`, and names in `types` the raw types it must see
-  besides the assistant records).
+  besides the assistant records), and `home_variable` (the environment variable that
+  moves the home folder, `CODEX_HOME`; the default roots are `root_folders` of `home()`).
 
 `tests/fake_agent.py` is such a module, and `tests/test_agents.py` imports, shows,
 forks and rewinds its sessions with no other change.
@@ -65,7 +66,7 @@ CSS colours the badge by `.agent-<name>`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -162,8 +163,9 @@ class Agent:
     subagent_step: Callable[[dict, str], dict | None] = no_subagent_step
     subagent_prompt: Callable[[dict], str] = no_subagent_prompt
     # For a CLI that writes no uuid chain (Codex): made once per read with the first line's
-    # number and the (uuid, parent, kind) of the lines before it (asked for only when
-    # needed); its `link(record)` gives each record its synthetic uuid and parent.
+    # number, the (uuid, parent, kind) of the lines before it (asked for only when
+    # needed) and the session id; its `link(record)` gives each record its synthetic
+    # uuid (unique across sessions) and parent.
     line_chain: Callable[..., Any] | None = None
     # The folders of the home folder that hold session files in dated folders
     # (`sessions/YYYY/MM/DD/`, Codex) and archived ones (`archived_sessions/`); "" for a
@@ -175,6 +177,8 @@ class Agent:
     # For a CLI whose usage needs the lines before it (Codex: the model is named once per
     # turn): made with the session id; the usage pass reads with it instead of `usage_of`.
     usage_reader: Callable[[str], Any] | None = None
+    # The environment variable that moves the home folder (Codex's `CODEX_HOME`), or "".
+    home_variable: str = ""
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:
@@ -191,6 +195,18 @@ class Agent:
         """The project folder the CLI keeps the sessions of `cwd` in: every character
         outside [A-Za-z0-9] replaced by "-" (both CLIs do this)."""
         return PROJECT_NAME_RE.sub("-", cwd)
+
+    def home(self, environ: Mapping[str, str], user_home: Path) -> Path:
+        """The CLI's home folder: where `home_variable` says, else `~/<home_folder>`."""
+        moved = environ.get(self.home_variable, "") if self.home_variable else ""
+        return Path(moved).expanduser() if moved else user_home / self.home_folder
+
+    @property
+    def root_folders(self) -> tuple[str, ...]:
+        """The folders of the home folder that are session roots by default."""
+        if self.sessions_root:
+            return tuple(f for f in (self.sessions_root, self.archive_root) if f)
+        return ("projects", *self.legacy_roots)
 
     @property
     def rewinds_by_appending(self) -> bool:

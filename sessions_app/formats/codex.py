@@ -279,4 +279,5 @@ AGENT: Agent = Agent(
     archive_root="archived_sessions",
     can_branch=False,
     usage_reader=CodexUsage,
+    home_variable="CODEX_HOME",
 )

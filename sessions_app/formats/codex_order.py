@@ -1,10 +1,12 @@
 """Codex's history is the order of its lines: a synthetic uuid chain for the graph, pure.
 
-Codex writes no uuid/parentUuid: each line `n` is given the uuid `line:<n>` and, as its
-parent, the line before it, so the conversation graph, the turn function and the pages
-work unchanged. A `thread_rolled_back` event (`num_turns`) hangs off the record before
-the first prompt it took back: those turns become an abandoned branch, and what follows
-continues from the rollback, as `codex resume` does.
+Codex writes no uuid/parentUuid: each line `n` of session `s` is given the uuid `<s>:<n>`
+(unique across sessions, as the index expects of a uuid: search and usage take two records
+with one uuid for one record copied) and, as its parent, the line before it, so the
+conversation graph, the turn function and the pages work unchanged. A
+`thread_rolled_back` event (`num_turns`) hangs off the record before the first prompt it
+took back: those turns become an abandoned branch, and what follows continues from the
+rollback, as `codex resume` does.
 """
 
 from __future__ import annotations
@@ -16,17 +18,18 @@ from . import PROMPT, REWIND, ParsedRecord
 Earlier = Callable[[], Iterable[tuple[str | None, str | None, str]]]
 
 
-def line_uuid(line: int) -> str:
-    """The synthetic uuid of line `line` (0-based)."""
-    return f"line:{line}"
+def line_uuid(line: int, session_id: str = "") -> str:
+    """The synthetic uuid of line `line` (0-based) of session `session_id`."""
+    return f"{session_id or 'line'}:{line}"
 
 
 class LineChain:
     """Links the records of one read, from line `first_line` on, into the chain."""
 
-    def __init__(self, first_line: int, earlier: Earlier) -> None:
+    def __init__(self, first_line: int, earlier: Earlier, session_id: str = "") -> None:
+        self.session_id = session_id
         self.line = first_line
-        self.previous = line_uuid(first_line - 1) if first_line else None
+        self.previous = line_uuid(first_line - 1, session_id) if first_line else None
         self.earlier = earlier  # (uuid, parent uuid, kind) of the lines before, on demand
         self.parents: dict[str, str | None] = {}
         self.kinds: dict[str, str] = {}
@@ -35,7 +38,7 @@ class LineChain:
 
     def link(self, record: ParsedRecord) -> ParsedRecord:
         """`record`, read from the next line, with its uuid and parent set."""
-        uuid = line_uuid(self.line)
+        uuid = line_uuid(self.line, self.session_id)
         self.line += 1
         parent = self.previous
         if record.kind == REWIND and record.text and record.text.isdigit():

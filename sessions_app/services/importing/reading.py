@@ -142,7 +142,8 @@ class FileReader:
         parse_line = agent.parse_line
         if agent.line_chain is not None:
             # A CLI without a uuid chain: the agent links its lines by their order.
-            link = agent.line_chain(first_line, self._earlier(first_line)).link
+            earlier = self._earlier(first_line)
+            link = agent.line_chain(first_line, earlier, str(self.own_id or "")).link
             parse_one = parse_line
 
             def parse_line(raw: bytes) -> ParsedRecord:
