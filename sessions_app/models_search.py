@@ -4,8 +4,9 @@ A record a fork copied keeps its uuid, so its text is stored once and every
 record holding it points at the same row (`Record.search_text`): a search finds
 it once, and says how many other sessions hold it. The words are indexed by the
 database itself: SQLite's FTS5 with its trigram tokenizer (table `search_fts`,
-kept in step with this one by triggers), PostgreSQL's trigram and full-text
-indexes on `text` (migration 0007).
+kept in step with this one by triggers), PostgreSQL's trigram index on `folded`, a
+generated lower-cased copy of `text` that only the database knows (migration 0022;
+`words`, the generated tsvector of migration 0007, is no longer searched).
 """
 
 from __future__ import annotations
