@@ -52,7 +52,6 @@ SESSION_FIELDS = (
     "head_digest",
     "kind",
     "fork_turn",
-    "parent_id",
     "cwd",
     "git_branch",
     "file_backups",
@@ -65,8 +64,11 @@ ROW_FIELDS = tuple(
 def facts() -> dict[str, tuple]:
     """Every session row's import facts and every record row, by path."""
     out = {}
-    for s in Session.objects.order_by("path"):
-        row = tuple(getattr(s, name) for name in SESSION_FIELDS)
+    for s in Session.objects.select_related("parent").order_by("path"):
+        # The parent by its path: ids differ between two imports on PostgreSQL (sequences
+        # are not rolled back).
+        parent = s.parent.path if s.parent_id else None
+        row = (*(getattr(s, name) for name in SESSION_FIELDS), parent)
         out[s.path] = (row, list(s.records.order_by("line").values_list(*ROW_FIELDS)))
     return out
 

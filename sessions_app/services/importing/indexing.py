@@ -20,6 +20,7 @@ from typing import BinaryIO
 from django.db import connection
 
 from ...conversation import analyse, dangling_parents, extend
+from ...formats import agent_for
 from ...models import Session
 from ..discovery import SessionFile
 from ..import_plan import HEAD_BYTES, FileState, Plan, import_plan
@@ -101,7 +102,9 @@ def import_open_file(
     f.seek(start)
 
     reader = FileReader(source, session, report)
-    reader.chunk_lines = CHUNK_LINES
+    # A CLI whose lines the agent chains by their order (Codex) is read in one piece:
+    # its chain is linked as it is read, which pieces have not been checked against.
+    reader.chunk_lines = CHUNK_LINES if agent_for(source.agent).line_chain is None else None
     pieces = reader.chunks(f, start, first_line=session.line_count if start else 0)
     has_rows = bool(start)  # the session has rows from before this piece
     rival: datetime | None = None  # known once a piece of this read is numbered
