@@ -258,7 +258,7 @@ def test_discover_path_finds_what_discover_finds(corpus_roots: list[Path], corpu
     fixture corpus (Codex's dated folders too), named alone, is found (or refused) as the
     whole scan finds it."""
     dated = [corpus / "cli/codex/sessions", corpus / "synthetic/codex/sessions"]
-    for root in [*corpus_roots, *dated]:
+    for root in dict.fromkeys([*corpus_roots, *dated]):
         folder = next(p for p in root.rglob("*") if p.is_dir() and any(p.glob("*.jsonl")))
         (folder / "notes.jsonl").write_bytes(b"{}\n")
         os.symlink(folder / "notes.jsonl", folder / f"{uuid.uuid4()}.jsonl")
