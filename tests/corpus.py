@@ -12,7 +12,9 @@ from pathlib import Path
 FIXTURES = Path(__file__).parent / "fixtures"
 CLAUDE_ROOTS = ("cli/claude", "public/claude")
 QWEN_ROOTS = ("cli/qwen", "synthetic/qwen")
-ALL_ROOTS = CLAUDE_ROOTS + QWEN_ROOTS
+# Codex keeps sessions in dated folders under `sessions/`: that folder is the root.
+CODEX_ROOTS = ("cli/codex/sessions", "synthetic/codex/sessions")
+ALL_ROOTS = CLAUDE_ROOTS + QWEN_ROOTS + CODEX_ROOTS
 
 
 def make_idle(root: Path) -> None:

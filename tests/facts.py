@@ -21,6 +21,23 @@ TURNS = {
     "public/claude/-path-to-Demo/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl": 2,
 }
 
+# Codex rollouts (read, not branched: not in TURNS, whose files every fork test forks):
+# turns on the active branch, from tests/fixtures/cli/codex/README.md and
+# synthetic/codex/README.md.
+CODEX_TURNS = {
+    "cli/codex/sessions/2026/11/26/rollout-2026-11-26T10-22-20-01a21760-a9c0-7191-881d-5cbb883febdf.jsonl": 3,
+    "cli/codex/sessions/2026/11/26/rollout-2026-11-26T10-22-21-01a21760-ac42-7d62-8bb2-5e68454e4bcc.jsonl": 3,
+    # a fork: its own turn (3 more inherited from its parent's file)
+    "cli/codex/sessions/2026/11/26/rollout-2026-11-26T10-22-21-01a21760-ae74-71f1-9af0-3a9c6ff18f96.jsonl": 1,
+    # thread/revert leaves its file whole (3) and writes a second segment file of the same
+    # thread, read as a session of its own named by the segment id: its 1 turn.
+    "cli/codex/sessions/2026/11/26/rollout-2026-11-26T10-29-05-01a21766-d893-7641-a0b8-5e71d683dc54.jsonl": 3,
+    "cli/codex/sessions/2026/11/26/rollout-2026-11-26T10-29-06-01a21766-d893-7641-a0b8-5e71d683dc54_01a21766-dc52-7f20-bfbb-04c2731abefd.jsonl": 1,
+    "cli/codex/sessions/2026/11/26/rollout-2026-11-26T10-29-07-01a21766-de59-75e3-9552-c2130690b4b1.jsonl": 3,
+    # a rollback of one turn: its second prompt is an abandoned branch
+    "synthetic/codex/sessions/2026/01/15/rollout-2026-01-15T10-00-00-0199aa00-1111-7222-8333-944455556666.jsonl": 2,
+}
+
 SUBAGENT_FILES = {
     "cli/claude/-home-dev-code-agents/04fa9149-8141-4f34-8bc2-f6d11b8fa354/subagents/agent-a0751b2961eeab05e.jsonl": "04fa9149-8141-4f34-8bc2-f6d11b8fa354",
     "public/claude/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/agent-a4ca7529859c158c2.jsonl": "ef958aa1-0e93-49f0-bb71-150f63befcd1",

@@ -25,23 +25,15 @@ from sessions_app.services.searching import search_refresh
 from sessions_app.services.usage import usage_refresh
 from sessions_app.services.worktrees import worktree_plan
 
+from .facts import CODEX_TURNS
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CLI = FIXTURES / "cli/codex/sessions"
 SYNTHETIC = FIXTURES / "synthetic/codex/sessions"
 # Turn counts from tests/fixtures/cli/codex/README.md and synthetic/codex/README.md.
-TURNS = {
-    "01a21760-a9c0-7191-881d-5cbb883febdf": 3,
-    "01a21760-ac42-7d62-8bb2-5e68454e4bcc": 3,
-    "01a21760-ae74-71f1-9af0-3a9c6ff18f96": 1,  # a fork: its own turn (3 more inherited)
-    # thread/revert leaves its file whole (3) and writes a second segment file of the same
-    # thread, read as a session of its own named by the segment id: its 1 turn.
-    "01a21766-d893-7641-a0b8-5e71d683dc54": 3,
-    "01a21766-dc52-7f20-bfbb-04c2731abefd": 1,
-    "01a21766-de59-75e3-9552-c2130690b4b1": 3,  # a compaction between turns 2 and 3
-    "0199aa00-1111-7222-8333-944455556666": 2,
-}
+TURNS = {Path(relpath).stem[-36:]: turns for relpath, turns in CODEX_TURNS.items()}
 ROLLED_BACK = "0199aa00-1111-7222-8333-944455556666"
 
 

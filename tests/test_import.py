@@ -18,7 +18,7 @@ from sessions_app.services.importing import sessions_import
 
 from .corpus import ALL_ROOTS, FIXTURES
 from .factories import assistant_record, make_session, user_record
-from .facts import FORKS_TREE, SUBAGENT_FILES, TURNS
+from .facts import CODEX_TURNS, FORKS_TREE, SUBAGENT_FILES, TURNS
 
 pytestmark = pytest.mark.django_db
 
@@ -30,16 +30,18 @@ def _session(corpus: Path, relpath: str) -> Session:
 def test_corpus_imports_with_the_listed_turn_counts(corpus: Path, corpus_roots: list[Path]) -> None:
     report = sessions_import(roots=corpus_roots)
     assert report.errors == []
-    for relpath, turns in TURNS.items():
+    for relpath, turns in (TURNS | CODEX_TURNS).items():
         assert _session(corpus, relpath).turn_count == turns, relpath
-    assert Session.objects.listed().count() == len(TURNS)
+    assert Session.objects.listed().count() == len(TURNS) + len(CODEX_TURNS)
 
 
 def test_subagent_files_attach_to_their_parent(corpus: Path, corpus_roots: list[Path]) -> None:
     report = sessions_import(roots=corpus_roots)
     # Counted apart from sessions, in the report and in the line the watcher logs.
     assert report.subagent_files == len(SUBAGENT_FILES)
-    assert (report.sessions, report.subagents) == (len(TURNS), len(SUBAGENT_FILES))
+    # Every session file of the corpus: Claude's and Qwen's (TURNS) and Codex's rollouts.
+    sessions = len(TURNS) + len(CODEX_TURNS)
+    assert (report.sessions, report.subagents) == (sessions, len(SUBAGENT_FILES))
     n = len(SUBAGENT_FILES)
     expected = f"({n} subagent transcripts), {len(TURNS)} sessions and {n} subagent transcripts"
     assert expected in report.summary(), report.summary()
@@ -56,7 +58,8 @@ def test_second_import_changes_nothing(corpus_roots: list[Path]) -> None:
     sessions = list(Session.objects.order_by("id").values())
     report = sessions_import(roots=corpus_roots)
     assert report.sessions == 0 and report.records == 0
-    assert report.skipped == report.files == len(TURNS) + len(SUBAGENT_FILES)
+    corpus_files = len(TURNS) + len(CODEX_TURNS) + len(SUBAGENT_FILES)  # Codex's rollouts too
+    assert report.skipped == report.files == corpus_files
     assert (
         list(Record.objects.order_by("id").values_list("id", "session_id", "line", "turn"))
         == before
