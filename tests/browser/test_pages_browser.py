@@ -36,7 +36,8 @@ def test_projects_sessions_and_transcript_pages(
     page.fill("input[aria-label='Filter projects']", "webapp")
     expect(page.locator("#project-list .card")).to_have_count(1)
     page.fill("input[aria-label='Filter projects']", "")
-    expect(page.locator("#project-list .card")).to_have_count(12)
+    # 12 Claude and Qwen projects, and Codex's 3 (two recording folders and codexdemo).
+    expect(page.locator("#project-list .card")).to_have_count(15)
     shot(page, "projects")
 
     source = Session.objects.get(path=str(session_root / WEBAPP))
