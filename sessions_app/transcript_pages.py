@@ -65,13 +65,13 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         "legacy_folder": in_legacy_folder(session),
         "subagents": selectors.subagents_of(session),
         # An agent read but not branched here: no action is offered, and the page says why.
-        "branch_refusal": (refusal := branching_refusal(session.agent)),
-        "can_write": can_write(request.user) and not refusal,
+        "branch_refusal": (cannot_branch := branching_refusal(session.agent)),
+        "can_write": can_write(request.user) and not cannot_branch,
         "can_worktree": (
-            not refusal and can_manage_worktrees(request.user) and worktree_possible(session)
+            not cannot_branch and can_manage_worktrees(request.user) and worktree_possible(session)
         ),
     }
-    if can_run(request.user) and not branch and not refusal:
+    if can_run(request.user) and not branch and not cannot_branch:
         latest = session.runs.first()
         context.update(can_run=True, modes=MODES.values(), run=latest and run_refresh(latest))
         context["run_here"] = bool(session.cwd) and os.path.isdir(session.cwd)

@@ -118,11 +118,13 @@ def parse_line(raw: bytes) -> ParsedRecord:
     elif kind == "event_msg":
         _event(record, payload)
     elif kind == "session_meta":
-        meta = payload.get("meta") if isinstance(payload.get("meta"), dict) else payload
+        inner = payload.get("meta")
+        meta: dict[str, Any] = inner if isinstance(inner, dict) else payload
         record.kind = SYSTEM
         record.session_id = bounded(record, meta, "id", 64, "payload")
         record.cwd = bounded(record, meta, "cwd", 4096, "payload")
-        git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
+        found = meta.get("git")
+        git: dict[str, Any] = found if isinstance(found, dict) else {}
         record.git_branch = bounded(record, git, "branch", 255, "payload.git")
         record.forked_from = bounded(record, meta, "forked_from_id", 64, "payload")
     elif kind == "turn_context":

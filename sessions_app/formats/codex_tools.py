@@ -71,6 +71,12 @@ def patch_edit(patch: str) -> dict[str, Any]:
     }
 
 
+def _action(item: dict[str, Any]) -> dict[str, Any]:
+    """A local shell or web search call's `action` object ({} when it has none)."""
+    action = item.get("action")
+    return action if isinstance(action, dict) else {}
+
+
 def call_part(item: dict[str, Any]) -> AssistantPart | None:
     """The tool call a response item makes, shaped for the page; None when it is none."""
     item_type = item.get("type")
@@ -99,11 +105,11 @@ def call_part(item: dict[str, Any]) -> AssistantPart | None:
             return AssistantPart("tool", call_id=call_id, name="edit", input=patch_edit(text))
         return AssistantPart("tool", call_id=call_id, name=name, input={"input": text})
     if item_type == "local_shell_call":
-        action = item.get("action") if isinstance(item.get("action"), dict) else {}
+        action = _action(item)
         line = _command_line(action.get("command"))
         return AssistantPart("tool", call_id=call_id, name="shell", input={"command": line})
     if item_type == "web_search_call":
-        action = item.get("action") if isinstance(item.get("action"), dict) else {}
+        action = _action(item)
         query = action.get("query")
         shown = {"query": query} if isinstance(query, str) else dict(action)
         return AssistantPart("tool", call_id=call_id, name="web_search", input=shown)
