@@ -82,6 +82,8 @@ INTERFACE = (
     "sessions_root",
     "archive_root",
     "can_branch",
+    "can_rewind",
+    "prefix_fork",
     "session_id_of",
     "usage_reader",
     "home_variable",
@@ -105,6 +107,10 @@ def test_every_agent_provides_the_whole_interface(agent: Agent) -> None:
     assert agent.line_chain is None or callable(agent.line_chain)
     assert all("/" not in name for name in (agent.sessions_root, agent.archive_root))
     assert isinstance(agent.can_branch, bool) and callable(agent.session_id_of)
+    assert isinstance(agent.can_rewind, bool)
+    if agent.prefix_fork is not None:
+        writer = agent.prefix_fork
+        assert all(callable(f) for f in writer[1:]) and isinstance(writer.turn_opening, frozenset)
     assert agent.usage_reader is None or callable(agent.usage_reader)
     # The interface is the dataclass's fields: nothing an agent may leave out.
     fields = {f.name for f in dataclasses.fields(Agent)}
@@ -114,7 +120,8 @@ def test_every_agent_provides_the_whole_interface(agent: Agent) -> None:
 # Only agents that branch write records (titles, rewind markers); the others' writers are
 # never called (the guards refuse first, `test_codex.py` tests that), so there is no
 # record of theirs to read back.
-BRANCHING_AGENTS = [a for a in EVERY_AGENT if a.can_branch]
+# An agent whose forks copy a prefix of the file (`prefix_fork`, Codex) writes no title line.
+BRANCHING_AGENTS = [a for a in EVERY_AGENT if a.can_branch and a.prefix_fork is None]
 
 
 @pytest.mark.parametrize("agent", BRANCHING_AGENTS, ids=lambda a: a.name)
@@ -149,8 +156,9 @@ def test_the_registry_and_the_old_constants_agree() -> None:
         "codex",
         "sessions",
         "archived_sessions",
-        False,
+        True,
     )
+    assert codex.prefix_fork is not None and codex.can_rewind is False
     # The layout tells agents apart: one keeps sessions in the project folder itself; an
     # agent with dated folders (Codex) is told apart by its root instead.
     subfolders = [a.sessions_subfolder for a in REGISTRY.values() if not a.sessions_root]

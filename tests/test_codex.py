@@ -16,14 +16,12 @@ from sessions_app.models import Record, Session, Usage
 from sessions_app.selectors.session_usage import session_usage
 from sessions_app.services.branching import (
     BranchingUnsupported,
-    session_fork,
     session_rewind,
     session_rewind_undo,
 )
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.searching import search_refresh
 from sessions_app.services.usage import usage_refresh
-from sessions_app.services.worktrees import worktree_plan
 
 from .facts import CODEX_TURNS
 
@@ -110,7 +108,7 @@ def test_the_transcript_page_shows_codex_turns_tools_and_hidden_reasoning(
 
 
 def test_codex_is_not_offered_branch_fork_or_rewind() -> None:
-    assert agent_for("codex").can_branch is False
+    assert agent_for("codex").can_branch is True and agent_for("codex").can_rewind is False
     assert agent_for("codex").run_args is None
 
 
@@ -154,11 +152,12 @@ def test_bad_lines_are_never_fatal(tmp_path: Path) -> None:
     assert report.sessions == 1
 
 
-# --- Branching is not offered for Codex yet: every door refuses, with the reason.
+# --- Branch and fork are offered for Codex (tests/test_codex_fork.py); rewind, undo,
+# worktrees and runs are not yet: each of those doors refuses, with the reason.
 
-REFUSAL = (
-    "Codex sessions can be read, searched and priced here; branching them is not supported yet"
-)
+REFUSAL = "Codex sessions can be branched and forked here; rewinding them is not supported yet"
+WORKTREE_REFUSAL = "Codex CLI sessions cannot be forked into a worktree"
+RUN_REFUSAL = "Codex CLI sessions cannot be carried on from here"
 THREE_TURNS = "01a21760-a9c0-7191-881d-5cbb883febdf"
 
 
@@ -174,48 +173,32 @@ def _files(root: Path) -> dict[Path, bytes]:
     return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_the_page_offers_no_branch_fork_rewind_worktree_or_run_and_says_why(
-    client, codex_root: Path
-) -> None:
+def test_the_page_offers_branch_and_fork(client, codex_root: Path) -> None:
     html = client.get(f"/sessions/{THREE_TURNS}/").content.decode()
 
-    assert REFUSAL in html and 'id="branch-refusal"' in html
-    assert 'class="prompt"' in html  # the turns are shown, only their actions are not
-    for action in (
-        'id="branch-session"',
-        'class="branch-here"',
-        'class="edit-fork"',
-        'class="rewind-here"',
-        'class="worktree-fork"',
-        'id="run-panel"',
-    ):
-        assert action not in html, action
-    project = Session.objects.get(session_id=THREE_TURNS).project
-    listing = client.get(f"/projects/{project.pk}/").content.decode()
-    assert THREE_TURNS in listing and 'class="branch-row"' not in listing
+    assert 'id="branch-refusal"' not in html
+    for action in ('id="branch-session"', 'class="branch-here"', 'class="edit-fork"'):
+        assert action in html, action
 
 
 @pytest.mark.parametrize(
-    ("url", "data"),
+    ("url", "data", "reason"),
     [
-        ("fork/", {}),
-        ("fork/", {"turn": "2"}),
-        ("fork/", {"turn": "2", "mode": "before"}),
-        ("fork/", {"turn": "2", "worktree": "1"}),
-        ("rewind/", {"turn": "2"}),
-        ("rewind/undo/", {}),
-        ("runs/", {"prompt": "next", "mode": "plan", "model": ""}),
+        ("fork/", {"turn": "2", "worktree": "1"}, WORKTREE_REFUSAL),
+        ("rewind/", {"turn": "2"}, REFUSAL),
+        ("rewind/undo/", {}, REFUSAL),
+        ("runs/", {"prompt": "next", "mode": "plan", "model": ""}, RUN_REFUSAL),
     ],
 )
-def test_every_page_action_is_refused_with_the_reason(
-    client, codex_root: Path, url: str, data: dict
+def test_every_page_action_not_offered_is_refused_with_the_reason(
+    client, codex_root: Path, url: str, data: dict, reason: str
 ) -> None:
     before = _files(codex_root)
 
     response = client.post(f"/sessions/{THREE_TURNS}/{url}", data, HTTP_HX_REQUEST="true")
 
     assert response.status_code == 400
-    assert REFUSAL in response.content.decode()
+    assert reason in response.content.decode()
     assert _files(codex_root) == before and Session.objects.count() == len(before)
 
 
@@ -226,18 +209,15 @@ def test_the_rewind_confirmation_is_refused_too(client, codex_root: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    ("url", "body"),
+    ("url", "body", "reason"),
     [
-        ("fork", {}),
-        ("fork", {"turn": 2}),
-        ("fork", {"turn": 2, "include_turn": False}),
-        ("fork", {"turn": 2, "worktree": ""}),
-        ("rewind", {"turn": 2}),
-        ("rewind/undo", {}),
+        ("fork", {"turn": 2, "worktree": ""}, WORKTREE_REFUSAL),
+        ("rewind", {"turn": 2}, REFUSAL),
+        ("rewind/undo", {}, REFUSAL),
     ],
 )
 def test_the_api_refuses_with_the_reason(
-    client, codex_root: Path, token: str, url: str, body: dict
+    client, codex_root: Path, token: str, url: str, body: dict, reason: str
 ) -> None:
     before = _files(codex_root)
 
@@ -249,25 +229,24 @@ def test_the_api_refuses_with_the_reason(
     )
 
     assert response.status_code == 400, response.content
-    assert response.json()["error"] == REFUSAL
+    assert response.json()["error"].startswith(reason)
     assert _files(codex_root) == before and Session.objects.count() == len(before)
 
 
 @pytest.mark.parametrize(
-    ("command", "args"),
+    ("command", "args", "reason"),
     [
-        ("fork_session", []),
-        ("fork_session", ["--turn", "2"]),
-        ("fork_session", ["--turn", "2", "--before"]),
-        ("fork_session", ["--worktree"]),
-        ("rewind_session", ["--turn", "2"]),
-        ("rewind_session", ["--undo"]),
+        ("fork_session", ["--worktree"], WORKTREE_REFUSAL),
+        ("rewind_session", ["--turn", "2"], REFUSAL),
+        ("rewind_session", ["--undo"], REFUSAL),
     ],
 )
-def test_the_commands_refuse_with_the_reason(codex_root: Path, command: str, args: list) -> None:
+def test_the_commands_refuse_with_the_reason(
+    codex_root: Path, command: str, args: list, reason: str
+) -> None:
     before = _files(codex_root)
 
-    with pytest.raises(CommandError, match=REFUSAL) as refused:
+    with pytest.raises(CommandError, match=reason) as refused:
         call_command(command, THREE_TURNS, *args, stdout=io.StringIO())
 
     assert refused.value.returncode == 2
@@ -277,10 +256,8 @@ def test_the_commands_refuse_with_the_reason(codex_root: Path, command: str, arg
 def test_the_services_refuse_before_any_other_check(codex_root: Path) -> None:
     session = Session.objects.get(session_id=THREE_TURNS)
     for attempt in (
-        lambda: session_fork(session=session, turn=2),
         lambda: session_rewind(session=session, turn=2),
         lambda: session_rewind_undo(session=session),
-        lambda: worktree_plan(session),
     ):
         with pytest.raises(BranchingUnsupported, match=REFUSAL):
             attempt()

@@ -49,7 +49,10 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   them, Codex: made per session with its id, it reads the session's lines in order,
   `read(data) -> MessageUsage | None`, and names in `types` the raw types it must see
   besides the assistant records), and `home_variable` (the environment variable that
-  moves the home folder, `CODEX_HOME`; the default roots are `root_folders` of `home()`).
+  moves the home folder, `CODEX_HOME`; the default roots are `root_folders` of `home()`),
+  `prefix_fork` (for a CLI whose fork is the first lines of its source's file under a new
+  first line and no title line, Codex: a `PrefixFork`; None: forks are the kept records
+  restamped) and `can_rewind` (whether rewind and undo are offered; with `can_branch`).
 
 `tests/fake_agent.py` is such a module, and `tests/test_agents.py` imports, shows,
 forks and rewinds its sessions with no other change.
@@ -68,6 +71,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -105,6 +109,24 @@ def no_subagent_step(data: dict, call_id: str) -> dict | None:
 def no_subagent_prompt(call_input: dict) -> str:
     """For an agent whose tool calls start no subagent."""
     return ""
+
+
+class PrefixFork(NamedTuple):
+    """How a CLI whose fork is a prefix of its source's file writes one (`formats.codex_writing`).
+
+    The fork is the source's lines before the cut, unchanged, under `meta_line` (the
+    source's first line with the new id and where it came from), in a file named
+    `file_name(new id, now)` in the folder `folder(now)` of the source's session root.
+    """
+
+    # (raw type, subtype) of records that open the next turn before its prompt: left out.
+    turn_opening: frozenset[tuple[str, str]]
+    # Why a file whose first line is this cannot be forked ("" when it can).
+    refusal: Callable[..., str]  # (meta_line, *, source_id) -> str
+    meta_line: Callable[..., bytes]  # (meta_line, *, source_id, new_id, kept_lines, now)
+    new_id: Callable[[datetime], str]
+    folder: Callable[[datetime], str]
+    file_name: Callable[[str, datetime], str]
 
 
 class ToolOutcome(NamedTuple):
@@ -179,6 +201,10 @@ class Agent:
     usage_reader: Callable[[str], Any] | None = None
     # The environment variable that moves the home folder (Codex's `CODEX_HOME`), or "".
     home_variable: str = ""
+    # A fork written as the first lines of its source's file (Codex); None: restamped records.
+    prefix_fork: PrefixFork | None = None
+    # Whether rewind and its undo are offered (branch and fork may be without them).
+    can_rewind: bool = True
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:

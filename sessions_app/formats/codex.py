@@ -33,10 +33,18 @@ from . import (
     USER_OTHER,
     ParsedRecord,
 )
-from .agent import LAST_RECORD, Agent, AssistantPart, ToolOutcome
+from .agent import LAST_RECORD, Agent, AssistantPart, PrefixFork, ToolOutcome
 from .codex_order import LineChain
 from .codex_tools import call_part, outcome_of
 from .codex_usage import CodexUsage, codex_usage
+from .codex_writing import (
+    TURN_OPENING,
+    dated_folder,
+    fork_meta_line,
+    fork_refusal,
+    new_thread_id,
+    rollout_name,
+)
 from .common import MODEL_LIMIT, base_record, bounded, clip, load, note
 from .writing import qwen_title_line
 
@@ -247,8 +255,8 @@ def tool_results(data: dict[str, Any]) -> list[ToolOutcome]:
 
 
 def title_line(*, session_id: str, title: str, parent_uuid: str | None, base: dict) -> bytes:
-    """Codex keeps a thread's name in its own databases, not in the rollout; the writing side
-    is not offered for Codex yet (`can_branch`), so this is never called for it."""
+    """Codex keeps a thread's name in its own databases, not in the rollout: its forks are
+    written by `prefix_fork` with no title line, so this is never called for it."""
     return qwen_title_line(session_id=session_id, parent_uuid=parent_uuid, title=title, base=base)
 
 
@@ -279,7 +287,16 @@ AGENT: Agent = Agent(
     line_chain=LineChain,
     sessions_root="sessions",
     archive_root="archived_sessions",
-    can_branch=False,
     usage_reader=CodexUsage,
     home_variable="CODEX_HOME",
+    prefix_fork=PrefixFork(
+        turn_opening=TURN_OPENING,
+        refusal=fork_refusal,
+        meta_line=fork_meta_line,
+        new_id=new_thread_id,
+        folder=dated_folder,
+        file_name=rollout_name,
+    ),
+    # A rewind is not offered yet: see `services/branching/guards.check_can_rewind`.
+    can_rewind=False,
 )

@@ -43,6 +43,7 @@ from .forking import Elsewhere, fork
 from .guards import (
     branching_refusal,
     check_can_branch,
+    check_can_rewind,
     check_not_busy,
     check_paths,
     check_readable,
@@ -129,6 +130,7 @@ def session_fork(
 def session_rewind_check(*, session: Session, turn: int) -> None:
     """The refusals a rewind to `turn` meets before it reads the file (its confirmation's)."""
     check_paths(session)
+    check_can_rewind(session)
     check_turn(session, turn, lowest=2)
 
 
@@ -146,4 +148,5 @@ def session_rewind_undo(*, session: Session) -> Session:
     """Bring a rewound session back to exactly what it was before the rewind."""
     with refusing_on_stale(session):
         check_paths(session)
+        check_can_rewind(session)
         return undo(session)

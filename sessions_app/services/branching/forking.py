@@ -19,9 +19,16 @@ from ..importing import projects_refresh
 from ..roots import UnsafePath, check_inside
 from .copying import base_fields, intended_prompts, write_kept
 from .deriving import count_tokens, insert_rows, new_session_row
-from .errors import InvalidTurn, OutsideRoots, TargetExists, WriteCheckFailed
+from .errors import (
+    BranchingUnsupported,
+    InvalidTurn,
+    OutsideRoots,
+    TargetExists,
+    WriteCheckFailed,
+)
 from .guards import check_paths, check_readable, check_turn, check_unchanged, own_write
 from .kept import Unproven, Written
+from .prefixing import fork_prefix
 from .readback import ReadBack, read_back
 from .registering import Expected, index_written, session_file_of, times_from_rows
 from .reviving import revived_branch
@@ -65,6 +72,12 @@ def fork(
     back as a session of its own whose active branch it is (`Revived`).
     """
     check_paths(session)
+    prefix = agent_for(session.agent).prefix_fork is not None
+    if prefix and (leaf is not None or elsewhere is not None):
+        raise BranchingUnsupported(
+            "this agent's sessions are forked as copies of their first turns only "
+            "(not an abandoned branch, not into a worktree)"
+        )
     revived = revived_branch(session, leaf) if leaf is not None else None
     if revived is not None:
         cut, kind, turn = revived.turns, Session.Kind.REVIVED, revived.split
@@ -83,6 +96,8 @@ def fork(
         kind = Session.Kind.FORK if include_turn else Session.Kind.FORK_BEFORE
     check_readable(session)
     check_unchanged(session)
+    if prefix:
+        return fork_prefix(session, cut=cut, kind=kind, fork_turn=turn or cut)
     new_id = new_session_id()
     target = Path(session.path).with_name(f"{new_id}.jsonl")
     prompts = revived.prompts if revived else intended_prompts(session, cut=cut)

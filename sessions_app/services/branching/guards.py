@@ -41,19 +41,35 @@ def check_can_branch(session: Session) -> None:
         raise BranchingUnsupported(refusal)
 
 
+def check_can_rewind(session: Session) -> None:
+    """The session's agent offers rewind and its undo (`Agent.can_rewind`)."""
+    check_can_branch(session)
+    agent = agent_for(session.agent)
+    if not agent.can_rewind:
+        raise BranchingUnsupported(
+            f"{agent.label.removesuffix(' CLI')} sessions can be branched and forked here; "
+            "rewinding them is not supported yet (fork before the turn instead)"
+        )
+
+
 def check_paths(session: Session) -> None:
     """The session file lies in its project folder under its root, and is no link."""
     # Asked first by every action, so an agent that cannot branch is told so plainly.
     check_can_branch(session)
+    agent = agent_for(session.agent)
     path = Path(session.path)
     if not os.path.lexists(path):
         raise SourceChanged(f"{path} no longer exists; re-import first")
     try:
         check_inside(path, session.project.root)
-        check_inside(path, session.project.folder)
+        if not agent.sessions_root:
+            # A dated layout (Codex) names the project inside the file, not by a folder.
+            check_inside(path, session.project.folder)
     except UnsafePath as exc:
         raise OutsideRoots(f"{exc}; refusing to read or write near it") from None
-    if path.name != f"{session.session_id}.jsonl":
+    if agent.session_id_of(path) != str(session.session_id).lower() or (
+        not agent.sessions_root and path.name != f"{session.session_id}.jsonl"
+    ):
         raise OutsideRoots(f"{path} is not named after its session; refusing to write near it")
 
 

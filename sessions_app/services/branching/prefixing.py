@@ -1,0 +1,126 @@
+"""A fork written as the first lines of its source's file under a new first line (Codex).
+
+For an agent with `prefix_fork`: the new file is the source's first line made the new
+session's (`PrefixFork.meta_line`), then the source's lines up to the cut, each checked
+against the index (length and CRC-32) and copied byte for byte, in the dated folder of the
+source's session root. It is created exclusively, fsynced, indexed from scratch from its
+temporary file and checked (turns, prompts, ids, chain) before it is linked into place.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from django.db import transaction
+from django.utils import timezone
+
+from ...formats import PROMPT, agent_for
+from ...formats.agent import PrefixFork
+from ...models import Project, Session
+from ..files import new_file
+from ..importing import projects_refresh
+from ..roots import UnsafePath, check_inside
+from .copying import read_records
+from .errors import BranchingUnsupported, InvalidTurn, OutsideRoots, TargetExists
+from .guards import check_unchanged, own_write
+from .registering import Expected, index_written, session_file_of
+
+
+def prefix_end(session: Session, cut: int, opening: frozenset[tuple[str, str]]) -> int:
+    """The first line a cut after turn `cut` leaves out: the next prompt (the next turn's, or
+    one a rollback took back), or the records before it that open its turn (where the CLI's
+    own rollback cuts); the line count when nothing follows."""
+    if cut < 1:
+        raise InvalidTurn(f"session {session.session_id} has no turn {cut}")
+    last = session.records.turn_starts().filter(turn=cut).values_list("line", flat=True).first()
+    if last is None:
+        raise InvalidTurn(f"session {session.session_id} has no turn {cut}")
+    following = (
+        session.records.filter(line__gt=last, kind=PROMPT, sidechain=False)
+        .order_by("line")
+        .values_list("line", flat=True)
+        .first()
+    )
+    if following is None:
+        return session.line_count
+    end = following
+    between = (
+        session.records.filter(line__gt=last, line__lt=end)
+        .order_by("-line")
+        .values_list("line", "raw_type", "subtype")
+    )
+    for line, raw_type, subtype in between.iterator(chunk_size=100):
+        if (raw_type, subtype) not in opening:
+            break
+        end = line
+    return end
+
+
+def fork_prefix(session: Session, *, cut: int, kind: str, fork_turn: int) -> Session:
+    """Write and register the fork of `session` keeping turns 1..`cut` (see the module)."""
+    agent = agent_for(session.agent)
+    writer: PrefixFork | None = agent.prefix_fork
+    if writer is None:
+        raise BranchingUnsupported(f"{agent.label} sessions are not forked by copying a prefix")
+    end = prefix_end(session, cut, writer.turn_opening)
+    rows = list(
+        session.records.filter(line__lt=end)
+        .order_by("line")
+        .values_list("offset", "length", "digest")
+        .iterator(chunk_size=5000)
+    )
+    if len(rows) != end or not rows:
+        raise InvalidTurn(f"nothing to keep from session {session.session_id} at that turn")
+    source_id = str(session.session_id)
+    (first,) = read_records(session, rows[:1])
+    refusal = writer.refusal(first, source_id=source_id)
+    if refusal:
+        raise BranchingUnsupported(refusal)
+    prompts = list(
+        session.records.turn_starts().order_by("line").values_list("text", flat=True)[:cut]
+    )
+    now = datetime.now(UTC)
+    new_id = writer.new_id(now)
+    root = Path(session.project.root)
+    folder = root / writer.folder(now)
+    try:
+        check_inside(folder, root)
+        folder.mkdir(parents=True, exist_ok=True)
+        check_inside(folder, root)  # made, and still no link on the way
+    except UnsafePath as exc:
+        raise OutsideRoots(f"{exc}; nothing was written") from None
+    target = folder / writer.file_name(new_id, now)
+    try:
+        with new_file(target) as temp:
+            temp.out.write(
+                writer.meta_line(first, source_id=source_id, new_id=new_id, kept_lines=end, now=now)
+            )
+            for raw in read_records(session, rows[1:]):
+                temp.out.write(raw if raw.endswith(b"\n") else raw + b"\n")
+            check_unchanged(session)
+            temp.finish()
+            try:
+                with transaction.atomic():
+                    Project.objects.select_for_update().get(pk=session.project_id)
+                    new = index_written(
+                        source=session_file_of(session, target, new_id),
+                        temp=temp.path,
+                        expected=Expected(
+                            turns=cut, prompts=prompts, whole_chain=not session.abandoned
+                        ),
+                    )
+                    new.parent, new.kind, new.fork_turn = session, kind, fork_turn
+                    temp.link()
+                    new.own_write = own_write(os.lstat(target))
+                    new.made_at = timezone.now()
+                    new.save(update_fields=["parent", "kind", "fork_turn", "own_write", "made_at"])
+                    projects_refresh(project_ids={session.project_id, new.project_id})
+            except BaseException:
+                if temp.linked:
+                    target.unlink(missing_ok=True)
+                raise
+    except FileExistsError:
+        raise TargetExists(f"{target} already exists; nothing was written") from None
+    return new
