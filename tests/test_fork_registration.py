@@ -137,14 +137,14 @@ def test_a_plain_fork_read_back_on_its_bytes_is_a_fresh_import_of_its_file(
     imported: Path, relpath: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     on_bytes: list[bool] = []
-    real = readback._read_back_plain
+    real = readback.read_back_plain
 
     def counted(*args, **kwargs):
         found = real(*args, **kwargs)
         on_bytes.append(found.plain)
         return found
 
-    monkeypatch.setattr(readback, "_read_back_plain", counted)
+    monkeypatch.setattr(readback, "read_back_plain", counted)
     source = Session.objects.select_related("project").get(path=str(imported / relpath))
     for turn, include in cuts(source.turn_count):
         new = session_fork(session=source, turn=turn, include_turn=include)
@@ -184,7 +184,7 @@ def test_a_fork_its_bytes_cannot_vouch_for_is_checked_on_its_graph(
     def unproven(*args, **kwargs):
         raise readback.Unproven("for the test")
 
-    monkeypatch.setattr(readback, "_read_back_plain", unproven)
+    monkeypatch.setattr(readback, "read_back_plain", unproven)
     monkeypatch.setattr(forking, "index_written", None)  # no full import may be needed
     new = session_fork(session=source, turn=2)
     derived = facts(new)
