@@ -26,7 +26,7 @@ from sessions_app.formats import (
     ToolOutcome,
 )
 from sessions_app.formats.common import base_record, clip, load
-from sessions_app.formats.writing import now_iso
+from sessions_app.formats.record_lines import now_iso
 
 NAME = "fake"
 

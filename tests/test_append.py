@@ -394,7 +394,7 @@ def test_a_session_without_a_turn_falls_back(tmp_path: Path, spy: Spy) -> None:
 
 
 def test_a_qwen_rewind_marker_falls_back(tmp_path: Path, spy: Spy) -> None:
-    from sessions_app.formats.writing import qwen_rewind_line
+    from sessions_app.formats.record_lines import qwen_rewind_line
 
     sid = str(uuid.uuid4())
     parent = None

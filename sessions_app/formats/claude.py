@@ -37,9 +37,9 @@ from .common import (
     note,
     string,
 )
+from .record_lines import claude_title_line
 from .running import claude_run_args
 from .usage import claude_usage
-from .writing import claude_title_line
 
 # Newer CLIs say where a prompt came from; these origins are no person. Any other
 # (human, sdk, typed, user, paste: people, or a script acting for one) is a prompt.

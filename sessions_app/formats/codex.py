@@ -46,7 +46,7 @@ from .codex_writing import (
     rollout_name,
 )
 from .common import MODEL_LIMIT, base_record, bounded, clip, load, note
-from .writing import qwen_title_line
+from .record_lines import qwen_title_line
 
 # User-role text Codex writes itself: context for the model, never a person's prompt.
 INJECTED_PREFIXES = (

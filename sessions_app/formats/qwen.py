@@ -30,9 +30,9 @@ from .common import (
     string,
 )
 from .qwen_index import parse_indexed
+from .record_lines import qwen_rewind_line, qwen_title_line
 from .running import qwen_run_args
 from .usage import qwen_usage
-from .writing import qwen_rewind_line, qwen_title_line
 
 
 def message_text(message: Any) -> str:
