@@ -43,7 +43,7 @@ def test_subagent_files_attach_to_their_parent(corpus: Path, corpus_roots: list[
     sessions = len(TURNS) + len(CODEX_TURNS)
     assert (report.sessions, report.subagents) == (sessions, len(SUBAGENT_FILES))
     n = len(SUBAGENT_FILES)
-    expected = f"({n} subagent transcripts), {len(TURNS)} sessions and {n} subagent transcripts"
+    expected = f"({n} subagent transcripts), {sessions} sessions and {n} subagent transcripts"
     assert expected in report.summary(), report.summary()
     for relpath, owner in SUBAGENT_FILES.items():
         sub = _session(corpus, relpath)
