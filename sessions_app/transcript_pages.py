@@ -71,7 +71,9 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
             not cannot_branch and can_manage_worktrees(request.user) and worktree_possible(session)
         ),
     }
-    if can_run(request.user) and not branch and not cannot_branch:
+    # No run panel for a CLI that cannot be carried on from here (its door refuses too).
+    runnable = not cannot_branch and session.agent_profile.run_args is not None
+    if can_run(request.user) and not branch and runnable:
         latest = session.runs.first()
         context.update(can_run=True, modes=MODES.values(), run=latest and run_refresh(latest))
         context["run_here"] = bool(session.cwd) and os.path.isdir(session.cwd)

@@ -179,6 +179,9 @@ def test_the_page_offers_branch_and_fork(client, codex_root: Path) -> None:
     assert 'id="branch-refusal"' not in html
     for action in ('id="branch-session"', 'class="branch-here"', 'class="edit-fork"'):
         assert action in html, action
+    # Rewind and runs are not offered: their buttons are not there to be refused.
+    for action in ('class="rewind-here"', 'id="run-panel"', 'class="worktree-fork"'):
+        assert action not in html, action
 
 
 @pytest.mark.parametrize(
