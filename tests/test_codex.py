@@ -415,3 +415,15 @@ def test_line_uuids_are_unique_across_sessions(codex_root: Path) -> None:
     # The index takes two records with one uuid for one record copied into a fork.
     uuids = list(Record.objects.filter(session__agent="codex").values_list("uuid", flat=True))
     assert len(uuids) > 100 and len(set(uuids)) == len(uuids)
+
+
+def test_a_root_named_sessions_holding_projects_is_read_as_projects(tmp_path: Path) -> None:
+    """Only what a root holds says it is Codex's: a copy of Claude's projects in `sessions/`."""
+    from .factories import make_session
+
+    root = tmp_path / "sessions"
+    path, _ = make_session(root, 2)
+    report = sessions_import(roots=[root])
+    assert report.errors == []
+    session = Session.objects.get(path=str(path))
+    assert session.agent == "claude" and session.turn_count == 2

@@ -163,12 +163,14 @@ def legacy_root_agent(root: Path) -> Agent | None:
 
 def dated_root_agent(root: Path) -> Agent | None:
     """The agent whose sessions lie in dated folders under `root` (Codex's `sessions/`,
-    `archived_sessions/`), by the root's name or its year folders; None for a root of projects."""
+    `archived_sessions/`), by what the root holds: year folders or its session files.
+
+    Not by the root's name: any agent's root may be called `sessions` (a backup, a copy);
+    None for a root of projects, and for an empty root (it has no sessions either way).
+    """
     for agent in REGISTRY.values():
         if not agent.sessions_root:
             continue
-        if root.name in (agent.sessions_root, agent.archive_root):
-            return agent
         try:
             names = [p.name for p in root.iterdir()]
         except OSError:
