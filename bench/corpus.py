@@ -159,10 +159,15 @@ def replicated_corpus(root: Path, *, target_bytes: int) -> tuple[int, int]:
 
     Spread over several project folders; returns (files, bytes).
     """
+    # The sessions of the Claude Code and Qwen Code layouts that the CLIs (or public
+    # repositories) wrote, as in earlier rounds; not Codex's dated files, which no
+    # projects root holds, nor the sessions made by hand for one test each.
     sources = [
         p
         for p in sorted(FIXTURES.rglob("*.jsonl"))
-        if not p.name.startswith("agent-") and "subagents" not in p.parts
+        if not p.name.startswith("agent-")
+        and "subagents" not in p.parts
+        and not {"codex", "made"} & set(p.relative_to(FIXTURES).parts)
     ]
     files = written = copy = 0
     while written < target_bytes:
