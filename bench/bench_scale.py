@@ -259,16 +259,24 @@ def page_urls() -> list[tuple[str, str]]:
     return [
         (f"projects page ({Project.objects.count()} projects)", "/"),
         (f"sessions page, largest project ({n})", f"/projects/{project}/"),
-        (
-            "  its last page, sorted by turns",
-            f"/projects/{project}/?sort=turns&page={max(1, -(-n // 50))}",
-        ),
+        ("  its last page, sorted by turns", _last_page_by_turns(project, n)),
         (
             f"transcript, largest session ({size:.0f} MB, {t} turns)",
             f"/sessions/{largest.session_id}/",
         ),
         ("  its middle page (?after=)", f"/sessions/{largest.session_id}/?after={t // 2}"),
     ]
+
+
+def _last_page_by_turns(project: int, n: int) -> str:
+    """The project's last page sorted by turns, as its "next" links reach it (a cursor)."""
+    from sessions_app.models import Session
+
+    if n <= 50:
+        return f"/projects/{project}/?sort=turns"
+    ordered = Session.objects.listed().filter(project=project).order_by("-turn_count", "-id")
+    before_last = ordered[n - 51]
+    return f"/projects/{project}/?sort=turns&after={before_last.pk}:{before_last.turn_count}"
 
 
 def pages(urls: list[tuple[str, str]], requests: int) -> list[tuple[str, dict[str, Any]]]:
