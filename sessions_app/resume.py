@@ -13,6 +13,11 @@ def _cli(session: Session) -> str:
     return agent_for(session.agent).cli
 
 
+def _resume(session: Session) -> str:
+    agent = agent_for(session.agent)
+    return f"{agent.cli} {agent.resume_word} {session.session_id}"
+
+
 def _in_folder(session: Session, command: str) -> str:
     if not session.cwd:
         return command
@@ -22,8 +27,8 @@ def _in_folder(session: Session, command: str) -> str:
 
 
 def resume_command(session: Session) -> str:
-    """`cd <cwd> && claude --resume <id>` (or `qwen --resume <id>`), shell-quoted."""
-    return _in_folder(session, f"{_cli(session)} --resume {session.session_id}")
+    """`cd <cwd> && claude --resume <id>` (`qwen --resume <id>`, `codex resume <id>`), quoted."""
+    return _in_folder(session, _resume(session))
 
 
 def fresh_command(session: Session) -> str:

@@ -77,6 +77,7 @@ INTERFACE = (
     "rewind_line",
     "rewinds_by_appending",
     "run_args",
+    "resume_word",
     "legacy_roots",
     "line_chain",
     "sessions_root",
@@ -103,6 +104,7 @@ def test_every_agent_provides_the_whole_interface(agent: Agent) -> None:
     assert isinstance(agent.subagent_files, bool) and agent.leaf_rule in LEAF_RULES
     assert agent.rewinds_by_appending is (agent.rewind_line is not None)
     assert agent.run_args is None or callable(agent.run_args)
+    assert isinstance(agent.resume_word, str) and agent.resume_word.strip()
     assert all(isinstance(name, str) and "/" not in name for name in agent.legacy_roots)
     assert agent.line_chain is None or callable(agent.line_chain)
     assert all("/" not in name for name in (agent.sessions_root, agent.archive_root))

@@ -109,7 +109,6 @@ def test_the_transcript_page_shows_codex_turns_tools_and_hidden_reasoning(
 
 def test_codex_is_not_offered_branch_fork_or_rewind() -> None:
     assert agent_for("codex").can_branch is True and agent_for("codex").can_rewind is False
-    assert agent_for("codex").run_args is None
 
 
 def test_an_append_reads_only_the_new_line_and_keeps_the_chain(tmp_path: Path) -> None:
@@ -152,12 +151,11 @@ def test_bad_lines_are_never_fatal(tmp_path: Path) -> None:
     assert report.sessions == 1
 
 
-# --- Branch and fork are offered for Codex (tests/test_codex_fork.py); rewind, undo,
-# worktrees and runs are not yet: each of those doors refuses, with the reason.
+# --- Branch, fork (tests/test_codex_fork.py) and runs (tests/test_runs.py) are offered for
+# Codex; rewind, undo and worktrees are not yet: each of those doors refuses, with the reason.
 
 REFUSAL = "Codex sessions can be branched and forked here; rewinding them is not supported yet"
 WORKTREE_REFUSAL = "Codex CLI sessions cannot be forked into a worktree"
-RUN_REFUSAL = "Codex CLI sessions cannot be carried on from here"
 THREE_TURNS = "01a21760-a9c0-7191-881d-5cbb883febdf"
 
 
@@ -179,8 +177,9 @@ def test_the_page_offers_branch_and_fork(client, codex_root: Path) -> None:
     assert 'id="branch-refusal"' not in html
     for action in ('id="branch-session"', 'class="branch-here"', 'class="edit-fork"'):
         assert action in html, action
-    # Rewind and runs are not offered: their buttons are not there to be refused.
-    for action in ('class="rewind-here"', 'id="run-panel"', 'class="worktree-fork"'):
+    assert 'id="run-panel"' in html  # carried on in the browser: codex exec resume
+    # Rewind is not offered: its buttons are not there to be refused.
+    for action in ('class="rewind-here"', 'class="worktree-fork"'):
         assert action not in html, action
 
 
@@ -190,7 +189,6 @@ def test_the_page_offers_branch_and_fork(client, codex_root: Path) -> None:
         ("fork/", {"turn": "2", "worktree": "1"}, WORKTREE_REFUSAL),
         ("rewind/", {"turn": "2"}, REFUSAL),
         ("rewind/undo/", {}, REFUSAL),
-        ("runs/", {"prompt": "next", "mode": "plan", "model": ""}, RUN_REFUSAL),
     ],
 )
 def test_every_page_action_not_offered_is_refused_with_the_reason(

@@ -7,6 +7,7 @@ bookkeeping, with real processes where a process is needed.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -23,12 +24,16 @@ from django.test import Client
 
 from sessions_app.formats.running import (
     BadRunInput,
+    RunEvent,
     check_run_input,
     claude_run_args,
+    codex_run_args,
     qwen_run_args,
+    run_event,
     shown_command,
 )
 from sessions_app.models import Run, Session
+from sessions_app.resume import resume_command
 from sessions_app.services.branching import SessionBusy, session_rewind
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.runs import current_run, run_refresh
@@ -384,3 +389,152 @@ def test_a_refusal_without_htmx_keeps_the_text_to_send_again(
     body = response.content.decode()
     assert response.status_code == 400 and "the prompt is empty" in body
     assert 'id="run-form"' in body and 'id="run-prompt"' in body
+
+
+# -- Codex: `codex exec resume <id> --json`, its mode flags, its event stream ------------
+
+CODEX_FIXTURES = Path(__file__).parent / "fixtures" / "cli" / "codex" / "sessions"
+CODEX_THREE_TURNS = "01a21760-a9c0-7191-881d-5cbb883febdf"
+# A stand-in for `codex exec resume`: it notes its arguments, appends the prompt and a
+# reply to the rollout as codex 0.169 does, and prints codex's JSONL events; the prompt
+# "fail" makes it append the prompt, print codex's error events and exit 1.
+FAKE_CODEX = """\
+import json, os, sys
+args = sys.argv[1:]
+open(os.environ["FAKE_CODEX_ARGV"], "w").write(json.dumps(args))
+prompt = args[-1]
+def line(payload, kind="response_item"):
+    return json.dumps({"timestamp": "2026-11-26T12:00:00Z", "type": kind, "payload": payload})
+def message(role, text):
+    kind = "input_text" if role == "user" else "output_text"
+    return line({"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
+print(json.dumps({"type": "thread.started", "thread_id": args[2]}), flush=True)
+print(json.dumps({"type": "turn.started"}), flush=True)
+with open(os.environ["FAKE_CODEX_FILE"], "a") as f:
+    f.write(message("user", prompt) + "\\n")
+    if prompt == "fail":
+        f.flush()
+        print(json.dumps({"type": "error", "message": "Reconnecting... 1/5"}), flush=True)
+        failed = {"message": "unexpected status 401 Unauthorized"}
+        print(json.dumps({"type": "turn.failed", "error": failed}), flush=True)
+        sys.exit(1)
+    f.write(message("assistant", "reply to: " + prompt) + "\\n")
+item = {"id": "item_0", "type": "agent_message", "text": "reply to: " + prompt}
+print(json.dumps({"type": "item.completed", "item": item}), flush=True)
+print(json.dumps({"type": "turn.completed", "usage": {"input_tokens": 10}}), flush=True)
+"""
+
+
+@pytest.fixture
+def codex_session(tmp_path: Path, settings, monkeypatch) -> Session:
+    root = tmp_path / "sessions"
+    shutil.copytree(CODEX_FIXTURES, root)
+    settings.SESSION_ROOTS = [root]
+    settings.BRANCHBOARD_BUSY_SECONDS = 0
+    sessions_import(roots=[root])
+    found = Session.objects.get(session_id=CODEX_THREE_TURNS)
+    found.cwd = str(tmp_path)  # a folder that exists here
+    found.save(update_fields=["cwd"])
+    script = tmp_path / "codex"
+    script.write_text(f"#!{sys.executable}\n{FAKE_CODEX}")
+    script.chmod(0o755)
+    settings.RUN_COMMANDS = {"codex": str(script)}
+    settings.DATA_DIR = tmp_path / "data"  # failed runs' lines are kept there
+    monkeypatch.setenv("FAKE_CODEX_ARGV", str(tmp_path / "argv.json"))
+    monkeypatch.setenv("FAKE_CODEX_FILE", found.path)
+    return found
+
+
+def ended_run(deadline: float = 30) -> Run:
+    """The one run, once its follower has recorded its end."""
+    until = time.monotonic() + deadline
+    while time.monotonic() < until:
+        run = Run.objects.get()
+        if run.ended_at is not None:
+            return run
+        time.sleep(0.05)
+    raise AssertionError(f"the run did not end within {deadline} s")
+
+
+def test_codex_run_args_resume_by_id_with_the_modes_as_codexs_own_flags() -> None:
+    plan = codex_run_args(session_id="S", prompt="-rf; rm x", mode="plan", model="gpt-5.5")
+    assert plan[:5] == ["exec", "resume", "S", "--json", "--skip-git-repo-check"]
+    assert plan[-2:] == ["--", "-rf; rm x"]  # one argument, never an option
+    assert plan[plan.index("-m") + 1] == "gpt-5.5"
+    assert 'sandbox_mode="read-only"' in plan and 'approval_policy="never"' in plan
+    edits = codex_run_args(session_id="S", prompt="p", mode="edits", model="")
+    assert 'sandbox_mode="workspace-write"' in edits and "-m" not in edits
+    full = codex_run_args(session_id="S", prompt="p", mode="full", model="")
+    assert "--dangerously-bypass-approvals-and-sandbox" in full
+    assert not any("sandbox_mode" in arg for arg in full)
+    shown = shown_command("codex", plan, "-rf; rm x")
+    assert shown[-2:] == ["--", "<prompt, 9 characters>"] and shown[:3] == [
+        "codex",
+        "exec",
+        "resume",
+    ]
+
+
+def test_each_clis_failure_and_retry_events_are_read() -> None:
+    assert run_event({"type": "result", "is_error": True, "result": "quota"}) == RunEvent("quota")
+    failed = {"type": "turn.failed", "error": {"message": "401 Unauthorized"}}
+    assert run_event(failed) == RunEvent(failure="401 Unauthorized")
+    retry = run_event({"type": "error", "message": "Reconnecting... 2/5"})
+    assert retry is not None and not retry.failure and "Reconnecting... 2/5" in retry.note
+    for quiet in ({"type": "thread.started"}, {"type": "item.completed"}, {"type": "result"}):
+        assert run_event(quiet) is None
+
+
+def test_a_codex_session_shows_codexs_resume_command(codex_session: Session) -> None:
+    assert resume_command(codex_session).endswith(f"&& codex resume {CODEX_THREE_TURNS}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_codex_session_is_carried_on_from_the_page(
+    client: Client, codex_session: Session, tmp_path: Path
+) -> None:
+    turns = codex_session.turn_count
+    html = client.get(f"/sessions/{CODEX_THREE_TURNS}/").content.decode()
+    assert 'id="run-panel"' in html and f"codex resume {CODEX_THREE_TURNS}" in html
+
+    response = client.post(
+        f"/sessions/{CODEX_THREE_TURNS}/runs/",
+        {"prompt": "-next step", "mode": "edits", "model": "gpt-5.5"},
+        HTTP_HX_REQUEST="true",
+    )
+
+    assert response.status_code == 200
+    run = ended_run()
+    assert run.state == Run.State.FINISHED and run.exit_status == 0, run.message
+    argv = orjson.loads((tmp_path / "argv.json").read_bytes())
+    assert argv == codex_run_args(
+        session_id=CODEX_THREE_TURNS, prompt="-next step", mode="edits", model="gpt-5.5"
+    )
+    assert run.command[1:4] == ["exec", "resume", CODEX_THREE_TURNS]
+    assert "-next step" not in run.command and "<prompt, 10 characters>" in run.command
+    # The follower imports once more after it recorded the end.
+    until = time.monotonic() + 15
+    while Session.objects.get(session_id=CODEX_THREE_TURNS).turn_count == turns:
+        assert time.monotonic() < until, "the new turn was not imported"
+        time.sleep(0.05)
+    assert Session.objects.get(session_id=CODEX_THREE_TURNS).turn_count == turns + 1
+    assert "reply to: -next step" in client.get(f"/sessions/{CODEX_THREE_TURNS}/").content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_codex_run_says_codexs_error_and_takes_its_lines_back(
+    client: Client, codex_session: Session
+) -> None:
+    before = Path(codex_session.path).read_bytes()
+
+    client.post(
+        f"/sessions/{CODEX_THREE_TURNS}/runs/",
+        {"prompt": "fail", "mode": "plan", "model": ""},
+        HTTP_HX_REQUEST="true",
+    )
+
+    run = ended_run()
+    assert run.state == Run.State.FAILED and run.exit_status == 1
+    assert run.message.startswith("unexpected status 401 Unauthorized")
+    assert "taken out and kept in" in run.message, run.message
+    assert Path(codex_session.path).read_bytes() == before

@@ -26,7 +26,7 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   appends, which needs `leaf_rule` LAST_RECORD; without one, the file is
   rewritten after a backup of the whole file.
 - the data: `name` (stored in the database, at most 16 characters), `label`,
-  `cli` (command name: `<cli> --resume <id>`), `home_folder` (`~/<home_folder>/
+  `cli` (command name: `<cli> <resume_word> <id>`), `home_folder` (`~/<home_folder>/
   projects` is the default session root), `sessions_subfolder` (session files lie in
   `<project>/<sessions_subfolder>/`; "" for the project folder itself, which only
   one agent may use: the layout is how discovery tells agents apart),
@@ -171,6 +171,9 @@ class Agent:
     # The CLI's arguments to carry a session on from the dashboard (formats.running);
     # None when it cannot be run from there.
     run_args: Callable[..., list[str]] | None = None
+    # How the CLI resumes a session by id in a terminal: `<cli> <resume_word> <id>`
+    # (`claude --resume <id>`, Codex's subcommand `codex resume <id>`).
+    resume_word: str = "--resume"
     # The tokens one assistant record's API message used (formats.usage); None: none.
     usage_of: Callable[[dict], MessageUsage | None] = no_usage
     # Folders beside `projects` in the home folder where older releases of the CLI kept

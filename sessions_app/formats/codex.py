@@ -47,6 +47,7 @@ from .codex_writing import (
 )
 from .common import MODEL_LIMIT, base_record, bounded, clip, load, note
 from .record_lines import qwen_title_line
+from .running import codex_run_args
 
 # User-role text Codex writes itself: context for the model, never a person's prompt.
 INJECTED_PREFIXES = (
@@ -297,6 +298,8 @@ AGENT: Agent = Agent(
         folder=dated_folder,
         file_name=rollout_name,
     ),
+    run_args=codex_run_args,
+    resume_word="resume",
     # A rewind is not offered yet: see `services/branching/guards.check_can_rewind`.
     can_rewind=False,
 )

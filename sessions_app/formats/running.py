@@ -3,7 +3,7 @@
 A run is `<cli> ... --resume <id>` in print mode with streamed JSON output, the
 permission mode chosen for that run, the model if one was picked, and the prompt
 as one argument (never through a shell). The flags were read from the CLIs'
-own `--help` (claude 2.1.328, qwen 0.24.4) and tried against them
+own `--help` (claude 2.1.328, qwen 0.24.4, codex 0.169.0) and tried against them
 (tests/compat, tests/browser/test_runs_browser.py):
 
 - claude: `-p --resume ID --output-format stream-json --verbose --permission-mode
@@ -11,7 +11,20 @@ own `--help` (claude 2.1.328, qwen 0.24.4) and tried against them
   keeps a prompt that starts with "-" a prompt);
 - qwen: `--resume ID --output-format stream-json --approval-mode M [--model X]
   --prompt=PROMPT` (its positional prompt does not come after `--`; the `=` form
-  keeps a leading "-" part of the value).
+  keeps a leading "-" part of the value);
+- codex: `exec resume ID --json --skip-git-repo-check <mode flags> [-m X] -- PROMPT`.
+  `codex exec` is non-interactive and its `resume` takes neither `--sandbox` nor
+  `--ask-for-approval` (0.169 has no `-a`/`--full-auto` on exec at all), so the mode
+  is given as the config keys they set: plan = `sandbox_mode="read-only"`, edits =
+  `sandbox_mode="workspace-write"` (edits inside the session's folder; commands
+  sandboxed), both with `approval_policy="never"` (a command that would need an
+  approval fails instead of waiting for a person who is not there); full =
+  `--dangerously-bypass-approvals-and-sandbox`. `--skip-git-repo-check`: the session
+  already ran in that folder. The model provider and its base URL are the user's
+  own (`$CODEX_HOME/config.toml`, e.g. `openai_base_url`), as for `codex` typed by hand.
+
+Each CLI's JSON event stream is read by `run_event`, which knows the events by their
+shape: claude's `result`/`system` events, codex's `error` and `turn.failed`.
 """
 
 from __future__ import annotations
@@ -83,6 +96,51 @@ def qwen_run_args(*, session_id: str, prompt: str, mode: str, model: str) -> lis
     if model:
         args += ["--model", model]
     return [*args, f"--prompt={prompt}"]
+
+
+CODEX_MODES = {
+    "plan": ["-c", 'sandbox_mode="read-only"', "-c", 'approval_policy="never"'],
+    "edits": ["-c", 'sandbox_mode="workspace-write"', "-c", 'approval_policy="never"'],
+    "full": ["--dangerously-bypass-approvals-and-sandbox"],
+}
+
+
+def codex_run_args(*, session_id: str, prompt: str, mode: str, model: str) -> list[str]:
+    """Codex CLI's arguments (after the command) to carry session `session_id` on."""
+    args = ["exec", "resume", session_id, "--json", "--skip-git-repo-check", *CODEX_MODES[mode]]
+    if model:
+        args += ["-m", model]
+    return [*args, "--", prompt]
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """What one streamed event says about a run: the CLI failed, or it waits and retries."""
+
+    failure: str = ""
+    note: str = ""
+
+
+def run_event(event: dict) -> RunEvent | None:
+    """What a CLI's streamed JSON event says about the run (None: nothing to note)."""
+    kind = event.get("type")
+    if kind == "result" and event.get("is_error"):  # claude, qwen
+        error = event.get("result") or event.get("error") or event.get("subtype") or ""
+        return RunEvent(failure=str(error))
+    if kind == "system" and event.get("subtype") == "api_retry":  # claude: it waits, retries
+        delay = event.get("retry_delay_ms")
+        wait = f" in {delay / 1000:.0f} s" if isinstance(delay, (int, float)) else ""
+        return RunEvent(
+            note=f"The API answered {event.get('error_status')} ({event.get('error')}); the CLI "
+            f"tries again{wait} (attempt {event.get('attempt')} of {event.get('max_retries')})."
+        )
+    if kind == "turn.failed":  # codex: the turn ended on an error
+        error = event.get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+        return RunEvent(failure=str(message or "the turn failed"))
+    if kind == "error":  # codex: a stream error it may retry ("Reconnecting... 2/5")
+        return RunEvent(note=f"The CLI said: {event.get('message')}")
+    return None
 
 
 def shown_command(cli: str, args: list[str], prompt: str) -> list[str]:

@@ -41,10 +41,11 @@ def test_a_codex_transcript_shows_its_turns_shell_call_and_diff_and_offers_no_re
     expect(patch.locator(".diff")).to_contain_text("first note")
     expect(patch.locator("summary")).to_contain_text("notes.txt")
 
-    # Branch and fork are offered (a new rollout); rewind and runs are not, so no button.
+    # Branch, fork (a new rollout) and runs are offered; rewind is not, so no button.
     expect(page.locator("#branch-session")).to_have_count(1)
     expect(page.locator(".branch-here")).to_have_count(3)
     expect(page.locator(".edit-fork")).to_have_count(3)
-    for action in (".rewind-here", "#run-panel", "#branch-refusal"):
+    expect(page.locator("#run-panel")).to_have_count(1)
+    for action in (".rewind-here", "#branch-refusal"):
         expect(page.locator(action)).to_have_count(0)
     shot(page, "transcript-codex")

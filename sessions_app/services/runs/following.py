@@ -22,6 +22,7 @@ import orjson
 from django.db import connection
 from django.utils import timezone
 
+from ...formats.running import run_event
 from ...models import Run, Session
 from ..branching import BranchError
 from ..branching.registering import reindex
@@ -85,7 +86,8 @@ def _file_state(path: str | None) -> tuple[int, int] | None:
 
 
 def _read_stream(run_pk: int, proc: subprocess.Popen[bytes], said: dict[str, str]) -> None:
-    """Follow stdout (JSON events, one per line): note the CLI's error and its retries."""
+    """Follow stdout (JSON events, one per line): note the CLI's error and its retries
+    (`formats.running.run_event` reads each CLI's events)."""
     assert proc.stdout is not None
     try:
         for line in proc.stdout:
@@ -93,27 +95,18 @@ def _read_stream(run_pk: int, proc: subprocess.Popen[bytes], said: dict[str, str
                 event = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
-            if not isinstance(event, dict):
+            said_now = run_event(event) if isinstance(event, dict) else None
+            if said_now is None:
                 continue
-            if event.get("type") == "result" and event.get("is_error"):
-                error = event.get("result") or event.get("error") or event.get("subtype") or ""
-                said["failure"] = str(error)[:MESSAGE_LIMIT]
-            elif event.get("type") == "system" and event.get("subtype") == "api_retry":
+            if said_now.failure:
+                said["failure"] = said_now.failure[:MESSAGE_LIMIT]
+            elif said_now.note:
                 # The CLI waits and tries again: say why while it does.
                 Run.objects.filter(pk=run_pk, ended_at__isnull=True).update(
-                    message=_retrying(event)
+                    message=said_now.note[:MESSAGE_LIMIT]
                 )
     finally:
         connection.close()
-
-
-def _retrying(event: dict) -> str:
-    delay = event.get("retry_delay_ms")
-    wait = f" in {delay / 1000:.0f} s" if isinstance(delay, (int, float)) else ""
-    return (
-        f"The API answered {event.get('error_status')} ({event.get('error')}); the CLI tries "
-        f"again{wait} (attempt {event.get('attempt')} of {event.get('max_retries')})."
-    )[:MESSAGE_LIMIT]
 
 
 def finish(run_pk: int, *, status: int, failure: str, stderr_tail: str) -> None:
