@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import shutil
 from decimal import Decimal
 from pathlib import Path
@@ -16,6 +17,7 @@ from sessions_app.models import Record, Session, Usage
 from sessions_app.selectors.session_usage import session_usage
 from sessions_app.services.branching import (
     BranchingUnsupported,
+    NothingToUndo,
     session_rewind,
     session_rewind_undo,
 )
@@ -107,8 +109,8 @@ def test_the_transcript_page_shows_codex_turns_tools_and_hidden_reasoning(
     assert "notes.txt" in html and 'class="diff"' in html  # apply_patch as a diff
 
 
-def test_codex_is_not_offered_branch_fork_or_rewind() -> None:
-    assert agent_for("codex").can_branch is True and agent_for("codex").can_rewind is False
+def test_codex_is_offered_branch_fork_and_rewind() -> None:
+    assert agent_for("codex").can_branch is True and agent_for("codex").can_rewind is True
 
 
 def test_an_append_reads_only_the_new_line_and_keeps_the_chain(tmp_path: Path) -> None:
@@ -151,10 +153,11 @@ def test_bad_lines_are_never_fatal(tmp_path: Path) -> None:
     assert report.sessions == 1
 
 
-# --- Branch, fork (tests/test_codex_fork.py) and runs (tests/test_runs.py) are offered for
-# Codex; rewind, undo and worktrees are not yet: each of those doors refuses, with the reason.
+# --- Branch, fork (tests/test_codex_fork.py), rewind (tests/test_codex_rewind.py) and runs
+# (tests/test_runs.py) are offered for Codex; worktrees are not yet. A session codex's own
+# fork reads into is not rewound: each door refuses, with the reason.
 
-REFUSAL = "Codex sessions can be branched and forked here; rewinding them is not supported yet"
+REFUSAL = "continues the history of session 01a21760-a9c0-7191-881d-5cbb883febdf"
 WORKTREE_REFUSAL = "Codex CLI sessions cannot be forked into a worktree"
 THREE_TURNS = "01a21760-a9c0-7191-881d-5cbb883febdf"
 
@@ -178,9 +181,8 @@ def test_the_page_offers_branch_and_fork(client, codex_root: Path) -> None:
     for action in ('id="branch-session"', 'class="branch-here"', 'class="edit-fork"'):
         assert action in html, action
     assert 'id="run-panel"' in html  # carried on in the browser: codex exec resume
-    # Rewind is not offered: its buttons are not there to be refused.
-    for action in ('class="rewind-here"', 'class="worktree-fork"'):
-        assert action not in html, action
+    assert 'class="rewind-here"' in html  # rewound the way Claude's sessions are
+    assert 'class="worktree-fork"' not in html  # not offered: no button to be refused
 
 
 @pytest.mark.parametrize(
@@ -188,7 +190,6 @@ def test_the_page_offers_branch_and_fork(client, codex_root: Path) -> None:
     [
         ("fork/", {"turn": "2", "worktree": "1"}, WORKTREE_REFUSAL),
         ("rewind/", {"turn": "2"}, REFUSAL),
-        ("rewind/undo/", {}, REFUSAL),
     ],
 )
 def test_every_page_action_not_offered_is_refused_with_the_reason(
@@ -203,10 +204,10 @@ def test_every_page_action_not_offered_is_refused_with_the_reason(
     assert _files(codex_root) == before and Session.objects.count() == len(before)
 
 
-def test_the_rewind_confirmation_is_refused_too(client, codex_root: Path) -> None:
+def test_the_rewind_confirmation_is_offered(client, codex_root: Path) -> None:
     response = client.get(f"/sessions/{THREE_TURNS}/rewind/", {"turn": "2"})
 
-    assert response.status_code == 400 and REFUSAL in response.content.decode()
+    assert response.status_code == 200 and "RUN: ls -1" in response.content.decode()
 
 
 @pytest.mark.parametrize(
@@ -214,7 +215,6 @@ def test_the_rewind_confirmation_is_refused_too(client, codex_root: Path) -> Non
     [
         ("fork", {"turn": 2, "worktree": ""}, WORKTREE_REFUSAL),
         ("rewind", {"turn": 2}, REFUSAL),
-        ("rewind/undo", {}, REFUSAL),
     ],
 )
 def test_the_api_refuses_with_the_reason(
@@ -230,7 +230,7 @@ def test_the_api_refuses_with_the_reason(
     )
 
     assert response.status_code == 400, response.content
-    assert response.json()["error"].startswith(reason)
+    assert reason in response.json()["error"]
     assert _files(codex_root) == before and Session.objects.count() == len(before)
 
 
@@ -239,7 +239,6 @@ def test_the_api_refuses_with_the_reason(
     [
         ("fork_session", ["--worktree"], WORKTREE_REFUSAL),
         ("rewind_session", ["--turn", "2"], REFUSAL),
-        ("rewind_session", ["--undo"], REFUSAL),
     ],
 )
 def test_the_commands_refuse_with_the_reason(
@@ -254,14 +253,12 @@ def test_the_commands_refuse_with_the_reason(
     assert _files(codex_root) == before and Session.objects.count() == len(before)
 
 
-def test_the_services_refuse_before_any_other_check(codex_root: Path) -> None:
+def test_the_services_refuse_with_the_reason(codex_root: Path) -> None:
     session = Session.objects.get(session_id=THREE_TURNS)
-    for attempt in (
-        lambda: session_rewind(session=session, turn=2),
-        lambda: session_rewind_undo(session=session),
-    ):
-        with pytest.raises(BranchingUnsupported, match=REFUSAL):
-            attempt()
+    with pytest.raises(BranchingUnsupported, match=re.escape(REFUSAL)):
+        session_rewind(session=session, turn=2)
+    with pytest.raises(NothingToUndo, match="has no rewind to undo"):
+        session_rewind_undo(session=session)
 
 
 # --- Archived sessions (`codex archive` moves a rollout to `archived_sessions/`).

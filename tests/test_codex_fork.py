@@ -17,8 +17,6 @@ from sessions_app.services.branching import (
     BranchingUnsupported,
     InvalidTurn,
     session_fork,
-    session_rewind,
-    session_rewind_undo,
 )
 from sessions_app.services.importing import sessions_import
 
@@ -187,18 +185,6 @@ def test_edit_and_fork_of_turn_one_and_a_turn_out_of_range_are_refused(codex_roo
         session_fork(session=source, turn=1, include_turn=False)
     with pytest.raises(InvalidTurn):
         session_fork(session=source, turn=4)
-
-    assert _files(codex_root) == before
-
-
-def test_rewind_and_undo_are_refused_and_say_why(codex_root: Path) -> None:
-    source = Session.objects.get(session_id="01a21760-a9c0-7191-881d-5cbb883febdf")
-    before = _files(codex_root)
-
-    with pytest.raises(BranchingUnsupported, match="rewinding them is not supported"):
-        session_rewind(session=source, turn=2)
-    with pytest.raises(BranchingUnsupported, match="rewinding them is not supported"):
-        session_rewind_undo(session=source)
 
     assert _files(codex_root) == before
 

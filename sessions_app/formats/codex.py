@@ -300,6 +300,7 @@ AGENT: Agent = Agent(
     ),
     run_args=codex_run_args,
     resume_word="resume",
-    # A rewind is not offered yet: see `services/branching/guards.check_can_rewind`.
-    can_rewind=False,
+    # Rewound as Claude is (a backup, then the file rewritten): codex 0.169 writes no
+    # rollback event and rereads the file on resume (tests/compat/test_codex_rewind_compat.py).
+    can_rewind=True,
 )

@@ -23,7 +23,7 @@ from ..files import new_file
 from ..importing import projects_refresh
 from ..roots import UnsafePath, check_inside
 from .copying import read_records
-from .errors import BranchingUnsupported, InvalidTurn, OutsideRoots, TargetExists
+from .errors import BranchingUnsupported, InvalidTurn, OutsideRoots, StaleIndex, TargetExists
 from .guards import check_unchanged, own_write
 from .registering import Expected, index_written, session_file_of
 
@@ -58,13 +58,21 @@ def prefix_end(session: Session, cut: int, opening: frozenset[tuple[str, str]]) 
     return end
 
 
-def fork_prefix(session: Session, *, cut: int, kind: str, fork_turn: int) -> Session:
-    """Write and register the fork of `session` keeping turns 1..`cut` (see the module)."""
+def prefix_writer(session: Session) -> PrefixFork:
+    """The agent's prefix writer; refused for an agent that does not fork by copying a prefix."""
     agent = agent_for(session.agent)
-    writer: PrefixFork | None = agent.prefix_fork
-    if writer is None:
+    if agent.prefix_fork is None:
         raise BranchingUnsupported(f"{agent.label} sessions are not forked by copying a prefix")
-    end = prefix_end(session, cut, writer.turn_opening)
+    return agent.prefix_fork
+
+
+def fork_prefix(
+    session: Session, *, cut: int, kind: str, fork_turn: int, whole: bool = False
+) -> Session:
+    """Write and register the fork of `session` keeping turns 1..`cut` (see the module);
+    `whole`: every line of the file, abandoned ones too (a rewind's backup)."""
+    writer = prefix_writer(session)
+    end = session.line_count if whole else prefix_end(session, cut, writer.turn_opening)
     rows = list(
         session.records.filter(line__lt=end)
         .order_by("line")
@@ -73,6 +81,8 @@ def fork_prefix(session: Session, *, cut: int, kind: str, fork_turn: int) -> Ses
     )
     if len(rows) != end or not rows:
         raise InvalidTurn(f"nothing to keep from session {session.session_id} at that turn")
+    if whole and rows[-1][0] + rows[-1][1] != session.file_size:
+        raise StaleIndex(session.path)  # the backup must hold every byte of the file
     source_id = str(session.session_id)
     (first,) = read_records(session, rows[:1])
     refusal = writer.refusal(first, source_id=source_id)

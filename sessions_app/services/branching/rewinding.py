@@ -4,6 +4,7 @@ The agent says which (`Agent.rewinds_by_appending`). Qwen Code has its own mecha
 (an appended `system/rewind` record), so its rewind and undo only append. Claude
 Code has none: the whole old file is first saved as a backup session, then the file
 is rewritten to the kept records; undo rebuilds the old file byte for byte from it.
+Codex has none either (`rewinding_prefix`): the same, its backup written as its forks are.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .errors import (
 )
 from .guards import file_stat, own_write
 from .registering import Expected, index_written, reindex, session_file_of
+from .rewinding_prefix import restore_prefix, rewind_prefix
 from .titles import backup_title, title_line
 
 
@@ -42,6 +44,8 @@ def rewind(session: Session, turn: int) -> Session:
     """Rewind with the agent's own mechanism (guards already passed)."""
     if (rewind_line := agent_for(session.agent).rewind_line) is not None:
         return _rewind_appending(session, turn, rewind_line)
+    if agent_for(session.agent).prefix_fork is not None:
+        return rewind_prefix(session, turn)
     return _rewind_rewriting(session, turn)
 
 
@@ -71,6 +75,8 @@ def undo(session: Session) -> Session:
                 ),
                 turns=state.get("turns"),
             )
+        elif state.get("prefix"):
+            restored = restore_prefix(session, state)
         else:
             restored = _restore_from_backup(session, state)
         restored.rewind_undo = {}
