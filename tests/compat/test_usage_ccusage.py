@@ -12,6 +12,9 @@ ccusage also counts a subagent's messages that older releases kept only in the
 parent's `agent_progress` records (deduplicated by message id and request id,
 like every other message): with the subagent's own file taken away, both tools
 still agree on that day.
+
+Codex (`ccusage codex daily`, reading CODEX_HOME): the same tokens and cost per day,
+but for a compaction's request, which ccusage leaves out (see the test).
 """
 
 from __future__ import annotations
@@ -161,3 +164,92 @@ def test_a_subagent_only_in_progress_records_is_counted_as_ccusage_counts_it(
         if b'"agent_progress"' in line and b'"usage"' in line
     }
     assert len(progress_only) == 11
+
+
+# -- Codex: `ccusage codex daily` on the rollouts codex 0.169 wrote ------------------------
+
+CODEX_SESSIONS = FIXTURES / "cli" / "codex" / "sessions"
+CODEX_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
+# gpt-5.5's price per token (input, cached input, output): $5, $0.50 and $30 a million.
+GPT_55 = (Decimal(5) / 10**6, Decimal("0.5") / 10**6, Decimal(30) / 10**6)
+
+
+def _codex_counts(usage: dict) -> list[int]:
+    """[uncached input, cached input, output, reasoning] of one response (OpenAI's
+    `input_tokens` include the cached ones)."""
+    prompt, cached, output, reasoning = (int(usage.get(k) or 0) for k in CODEX_KEYS)
+    return [prompt - cached, cached, output, reasoning]
+
+
+def _codex_responses(sessions: Path) -> tuple[dict[str, list[int]], ...]:
+    """Per day, straight from the files: each `token_count` whose running total changed
+    (its `last_token_usage`), each `token_usage_record` (one per model response), and the
+    `token_usage_record` just before a `compacted` line (the compaction's request)."""
+    by_total: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    by_record: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    compactions: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for path in sessions.rglob("*.jsonl"):
+        total, previous = None, {}
+        for line in path.read_bytes().splitlines():
+            data = orjson.loads(line)
+            payload, day = data.get("payload") or {}, str(data.get("timestamp"))[:10]
+            if data.get("type") == "compacted" and previous.get("type") == "token_usage_record":
+                counts = _codex_counts(previous["payload"]["usage"])
+                compactions[day] = [a + b for a, b in zip(compactions[day], counts, strict=True)]
+            previous = data
+            if data.get("type") == "token_usage_record":
+                counts = _codex_counts(payload["usage"])
+                by_record[day] = [a + b for a, b in zip(by_record[day], counts, strict=True)]
+            info = payload.get("info") if payload.get("type") == "token_count" else None
+            if isinstance(info, dict) and info["total_token_usage"] != total:
+                total = info["total_token_usage"]
+                counts = _codex_counts(info["last_token_usage"])
+                by_total[day] = [a + b for a, b in zip(by_total[day], counts, strict=True)]
+    return by_total, by_record, compactions
+
+
+def test_codex_daily_usage_agrees_with_ccusage_codex(ccusage: Path, tmp_path: Path) -> None:
+    """ccusage counts a Codex response from its `token_count` event when the running total
+    changed; ours from 0.169's `token_usage_record` (one per response, by response id).
+    Both put the cached input apart from the input (`input_tokens` less
+    `cached_input_tokens`) and count a repeated total once. They differ by the responses
+    whose `token_count` repeats the total: a compaction's request (its
+    `token_usage_record` precedes the `compacted` line, and the `token_count` after it
+    carries the totals of before): ccusage leaves it out, we count it, as OpenAI bills it.
+    Reasoning tokens are part of `output_tokens` in both (ccusage also shows them apart)."""
+    home = tmp_path / "codex-home"
+    shutil.copytree(CODEX_SESSIONS, home / "sessions")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "TZ": "UTC"}
+    proc = subprocess.run(
+        [str(ccusage), "codex", "daily", "--offline", "--json", "--timezone", "UTC"],
+        capture_output=True,
+        text=True,
+        env={**env, "CODEX_HOME": str(home)},
+        timeout=300,
+        check=True,
+    )
+    theirs = {day["date"]: day for day in json.loads(proc.stdout)["daily"]}
+    sessions_import(roots=[home / "sessions"])
+    usage_refresh()
+    ours = {str(day.day): day.total for day in usage_by_day(agent="codex")}
+    by_total, by_record, compactions = _codex_responses(home / "sessions")
+
+    assert set(ours) == set(theirs) == set(by_record)
+    compared = 0
+    for day, their in theirs.items():
+        their_counts = [their[k] for k in ("inputTokens", "cacheReadTokens", "outputTokens")]
+        their_counts.append(their["reasoningOutputTokens"])
+        assert their_counts == by_total[day], day  # ccusage: token_count totals that moved
+        mine = ours[day]
+        assert [mine.input, mine.cache_read, mine.output] == by_record[day][:3], day
+        assert mine.cache_write == their["cacheCreationTokens"] == 0
+        # The difference is the compaction's response, and nothing else.
+        extra = [a - b for a, b in zip(by_record[day], by_total[day], strict=True)]
+        assert extra == compactions[day] and sum(extra) > 0, day
+        priced = sum((n * p for n, p in zip(their_counts, GPT_55, strict=False)), Decimal(0))
+        assert abs(Decimal(str(their["costUSD"])) - priced) < Decimal("0.000001"), day
+        assert mine.priced
+        extra_cost = sum((n * p for n, p in zip(extra, GPT_55, strict=False)), Decimal(0))
+        assert abs(mine.cost - priced - extra_cost) < Decimal("0.000001"), day
+        compared += 1
+    assert compared == 1  # the fixtures were recorded on one day
