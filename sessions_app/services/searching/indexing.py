@@ -11,7 +11,8 @@ from ...formats import TITLE, agent_for
 from ...formats.agent import Agent
 from ...formats.search_text import SEARCHABLE_KINDS, searchable
 from ...models import Record, SearchText, Session
-from ..roots import UnsafePath, open_regular
+from ..archive import session_open
+from ..roots import UnsafePath
 
 if TYPE_CHECKING:
     from . import SearchReport
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 # A slice: at most this many lines, or this many bytes of lines read from the file.
 SLICE_LINES = 5_000
 SLICE_BYTES = 16 << 20
+# Texts stored per INSERT statement: 4 parameters each, under SQLite's limit of 32,766.
+INSERT_ROWS = 2_000
 
 
 def session_index(session: Session, report: SearchReport) -> None:
@@ -86,7 +89,7 @@ def _slice(session: Session, agent: Agent, report: SearchReport) -> tuple[bool, 
     new_lines: list[list[int]] = []  # the lines holding each new text
     pending: dict[str, int] = {}  # uuid (or a title) -> index into `new`
     read = 0
-    with open_regular(session.path, root=session.project.root) as f:
+    with session_open(session) as f:
         for line, uuid, offset, length, digest, kind in rows:
             if uuid in known:
                 links.append((known[uuid], line))
@@ -122,12 +125,7 @@ def _slice(session: Session, agent: Agent, report: SearchReport) -> tuple[bool, 
             new_lines.append([line])
     ids = _new_ids(len(new))
     if new:
-        table = SearchText._meta.db_table
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                f"INSERT INTO {table} (id, uuid, part, text) VALUES (%s, %s, %s, %s)",  # noqa: S608
-                [(i, *values) for i, values in zip(ids, new, strict=True)],
-            )
+        _texts_insert([(i, *values) for i, values in zip(ids, new, strict=True)])
         report.stored += len(new)
         report.text_bytes += sum(len(values[2]) for values in new)
     for i, lines in zip(ids, new_lines, strict=True):
@@ -141,6 +139,25 @@ def _slice(session: Session, agent: Agent, report: SearchReport) -> tuple[bool, 
             )
     Session.objects.filter(pk=session.pk).update(search_lines=high)
     return high >= count, high - low
+
+
+def _texts_insert(rows: list[tuple[int, str, str, str]]) -> None:
+    """Store the texts, many rows per statement.
+
+    One statement for many rows, not one per row: SQLite's FTS5 (fed by a trigger,
+    migration 0007) writes what it holds to disk at the end of every statement, so a
+    statement per row made a tiny index segment per text and most of the index's time
+    went into merging them again (4.7 s instead of 2.4 s for 19,000 texts).
+    """
+    table = SearchText._meta.db_table
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), INSERT_ROWS):
+            chunk = rows[start : start + INSERT_ROWS]
+            marks = ", ".join(["(%s, %s, %s, %s)"] * len(chunk))
+            cursor.execute(
+                f"INSERT INTO {table} (id, uuid, part, text) VALUES {marks}",  # noqa: S608
+                [value for row in chunk for value in row],
+            )
 
 
 def _title_held(session: Session, title: str) -> int | None:
