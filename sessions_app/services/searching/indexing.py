@@ -11,8 +11,7 @@ from ...formats import TITLE, agent_for
 from ...formats.agent import Agent
 from ...formats.search_text import SEARCHABLE_KINDS, searchable
 from ...models import Record, SearchText, Session
-from ..archive import session_open
-from ..roots import UnsafePath
+from ..roots import UnsafePath, open_regular
 
 if TYPE_CHECKING:
     from . import SearchReport
@@ -89,7 +88,7 @@ def _slice(session: Session, agent: Agent, report: SearchReport) -> tuple[bool, 
     new_lines: list[list[int]] = []  # the lines holding each new text
     pending: dict[str, int] = {}  # uuid (or a title) -> index into `new`
     read = 0
-    with session_open(session) as f:
+    with open_regular(session.path, root=session.project.root) as f:
         for line, uuid, offset, length, digest, kind in rows:
             if uuid in known:
                 links.append((known[uuid], line))
