@@ -97,6 +97,8 @@ class Session(models.Model):
     agent_name = models.CharField(max_length=255, blank=True)
     # The CLI archived it (Codex's `archived_sessions/`): its CLI resumes it only once unarchived.
     cli_archived = models.BooleanField(default=False)
+    # When an import pass found the file gone: the session is read from the archive since.
+    file_removed_at = models.DateTimeField(null=True, blank=True)
 
     # Lineage: what this session was made from by branch, fork or rewind.
     parent = models.ForeignKey(
@@ -259,6 +261,7 @@ class Record(models.Model):
 
 # Models that live in modules of their own; importing them here registers them.
 from .models_access import ApiToken, AuditEntry  # noqa: E402
+from .models_archive import ArchivePiece  # noqa: E402
 from .models_import import ImportStatus  # noqa: E402
 from .models_runs import Run  # noqa: E402
 from .models_search import SearchText  # noqa: E402
@@ -267,6 +270,7 @@ from .models_usage import Usage  # noqa: E402
 
 __all__ = [
     "ApiToken",
+    "ArchivePiece",
     "AuditEntry",
     "ImportStatus",
     "Project",

@@ -19,7 +19,8 @@ from .selectors.family import AGENT_ID_RE
 from .selectors.session_usage import family_usage
 from .selectors.subagents import call_subagent as call_subagent_records
 from .selectors.tree import family_tree
-from .services.roots import UnsafePath, open_regular
+from .services.archive import archive_check, from_archive, session_open
+from .services.roots import UnsafePath
 from .transcript import PAGE_LIMITS, build_page, build_turns, full_item
 from .tree_html import tree_html
 
@@ -147,9 +148,11 @@ def export(request: HttpRequest, session_id: uuid.UUID, fmt: str) -> HttpRespons
     name = f"{session.session_id}"
     if fmt == "jsonl":
         try:
-            f = open_regular(session.path, root=session.project.root)
+            f = session_open(session)
+            if from_archive(f):
+                archive_check(session)  # every archived piece whole, before the first byte goes
         except (OSError, UnsafePath):
-            # A link or a FIFO planted in a root must never be served.
+            # A link or a FIFO planted in a root, or a corrupted archive, is never served.
             raise Http404("the session file is gone") from None
         return FileResponse(f, as_attachment=True, filename=f"{name}.jsonl")
     response: StreamingHttpResponse

@@ -9,7 +9,8 @@ import orjson
 from ..formats import agent_for
 from ..models import Session
 from ..resume import resume_command
-from ..services.roots import UnsafePath, open_regular
+from ..services.archive import session_open
+from ..services.roots import UnsafePath
 
 
 def session_summary(session: Session) -> dict:
@@ -66,7 +67,7 @@ def turn_prompt_text(session: Session, turn: int) -> str:
         return ""
     offset, length, text = record
     try:
-        with open_regular(session.path, root=session.project.root) as f:
+        with session_open(session) as f:
             f.seek(offset)
             data = orjson.loads(f.read(length))
     except (OSError, UnsafePath, orjson.JSONDecodeError):

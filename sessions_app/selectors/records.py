@@ -13,7 +13,8 @@ import orjson
 from django.db.models import F, Max, Min, Q, QuerySet
 
 from ..models import Record, Session
-from ..services.roots import UnsafePath, open_regular
+from ..services.archive import session_open
+from ..services.roots import UnsafePath
 from ..transcript import RawRecord
 
 PAGE_TURNS = 20
@@ -115,7 +116,7 @@ def with_data(session: Session, rows: Iterable[Any]) -> list[RawRecord]:
 def iter_with_data(session: Session, rows: Iterable[Any]) -> Iterator[RawRecord]:
     """The rows as transcript records, each line read from the file only when it is reached."""
     try:
-        f = open_regular(session.path, root=session.project.root)
+        f = session_open(session)
     except (OSError, UnsafePath):
         yield from (_raw(row, None) for row in rows)
         return
@@ -125,10 +126,10 @@ def iter_with_data(session: Session, rows: Iterable[Any]) -> Iterator[RawRecord]
 
 
 def _load(f: BinaryIO, offset: int, length: int) -> Any:
-    f.seek(offset)
     try:
+        f.seek(offset)
         return orjson.loads(f.read(length))
-    except orjson.JSONDecodeError:
+    except (orjson.JSONDecodeError, OSError):  # OSError: an archived piece found corrupted
         return None
 
 

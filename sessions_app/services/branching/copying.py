@@ -27,7 +27,7 @@ from ...formats.shape import (
 )
 from ...formats.writing import restamp, restamp_into
 from ...models import Record, Session
-from ..roots import open_regular
+from ..archive import session_open
 from .errors import InvalidTurn, StaleIndex
 
 FLUSH_BYTES = 4 << 20
@@ -136,7 +136,7 @@ def write_kept(
     # piece would cost more than copying the bytes.
     pending = bytearray()
     write = pending.extend
-    with open_regular(session.path, root=session.project.root) as src:
+    with session_open(session) as src:
         reader = RecordReader(src, session.path)
         candidates = rows(
             session,
@@ -211,7 +211,7 @@ def read_record(session: Session, offset: int, length: int, digest: int) -> byte
 def read_records(session: Session, rows: Iterable[tuple[int, int, int]]) -> Iterator[bytes]:
     """The bytes of records given as (offset, length, digest), the file opened once, each
     checked against the index (`StaleIndex` when one differs)."""
-    with open_regular(session.path, root=session.project.root) as f:
+    with session_open(session) as f:
         for offset, length, digest in rows:
             f.seek(offset)
             raw = f.read(length)

@@ -30,6 +30,7 @@ from ..discovery import RootError, SessionFile, discover
 from ..discovery_path import discover_path
 from ..import_status import ImportTracker
 from ..roots import UnsafePath, open_regular
+from .archiving import KeptFiles
 from .indexing import Indexed, import_open_file
 from .report import ImportReport
 from .session_row import cli_branches_link, head_digest
@@ -69,6 +70,7 @@ def sessions_import(
     """
     report = ImportReport()
     found: list[SessionFile] = []
+    scanned: list[Path] = []  # roots looked through whole, where a file missing is gone
     left_out = LeftOut()
     named = None if paths is None else sorted({Path(p) for p in paths})
     for root in roots:
@@ -80,6 +82,8 @@ def sessions_import(
         except RootError as exc:
             report.errors.append(str(exc))
             continue
+        if named is None:
+            scanned.append(Path(root))
         found.extend(files)
         report.errors.extend(problems)
         left_out.misnamed(misnamed, report)
@@ -93,12 +97,20 @@ def sessions_import(
     rows = Session.objects.all()
     if named is not None:
         rows = rows.filter(path__in=[str(f.path) for f in found])
-    known = {
-        path: (size, mtime, inode)
-        for path, size, mtime, inode in rows.values_list(
-            "path", "file_size", "file_mtime_ns", "file_inode"
-        )
-    }
+    known = {}
+    kept = KeptFiles()  # what the archive and the removal marks need, from the same query
+    for pk, path, size, mtime, inode, imported, removed in rows.values_list(
+        "pk",
+        "path",
+        "file_size",
+        "file_mtime_ns",
+        "file_inode",
+        "bytes_imported",
+        "file_removed_at",
+    ):
+        known[path] = (size, mtime, inode)
+        kept.add(pk, path, imported, removed)
+    kept.archive_state(report)
     touched: set[int] = set()
     counted_at = time.monotonic()
     for source in found:
@@ -107,6 +119,7 @@ def sessions_import(
         state = known.get(str(source.path))
         if state is not None and _unchanged(source.path, state):
             report.skipped += 1
+            kept.catch_up(source, report)
         elif state is None and left_out.passed_over(source, report):
             pass  # said once; not opened again while it stays as it is
         elif (session := session_file_import(source=source, report=report)) is not None:
@@ -124,6 +137,7 @@ def sessions_import(
             projects_refresh(project_ids=touched)
             touched.clear()
             counted_at = time.monotonic()
+    kept.removals_mark(found, scanned, report)
     cli_branches_link(report.unlinked)
     projects_refresh(project_ids=touched)
     left_out.forget_gone()

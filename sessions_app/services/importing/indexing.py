@@ -26,6 +26,7 @@ from ..discovery import SessionFile
 from ..import_plan import HEAD_BYTES, FileState, Plan, import_plan
 from ..searching import texts_collect
 from ..usage import usage_forget
+from .archiving import archive_keep
 from .reading import FileReader, Rows
 from .report import ImportReport
 from .session_row import (
@@ -79,9 +80,11 @@ def import_open_file(
     if plan is Plan.SKIP:
         assert session is not None  # only a stored file can be unchanged
         report.skipped += 1
+        archive_keep(session, f, report, fresh=False)  # one imported before the archive was
         return Indexed(session, 0, plan)
     start = 0
     retold = 0
+    known = session is not None
     if session is None:
         session = new_session(source, report.project_ids)
     elif plan is Plan.APPEND:
@@ -119,6 +122,8 @@ def import_open_file(
         report.records += len(new_rows)
         has_rows, retold = True, 0
     report.invalid += reader.invalid
+    # A file read from the start is stored again (a new one has no pieces to drop).
+    archive_keep(session, f, report, fresh=known and plan is not Plan.APPEND, new=not known)
     return Indexed(session, reader.foreign_ids, plan)
 
 

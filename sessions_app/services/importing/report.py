@@ -18,6 +18,11 @@ class ImportReport:
     skipped: int = 0
     invalid: int = 0
     dropped: int = 0  # fields of otherwise good records dropped or clamped
+    archived: int = 0  # raw bytes added to the archive
+    removed: int = 0  # files found gone since the last pass (their sessions stay, archived)
+    # The archived end of each archived session as the pass began (row: byte).
+    archive_ends: dict[int, int] = field(default_factory=dict, repr=False)
+    archive_ends_known: bool = field(default=False, repr=False)
     errors: list[str] = field(default_factory=list)
     # Files left out on purpose (a name that is no session id, another file's session id):
     # said once, until they change (`skips`); not errors, trying again changes nothing.

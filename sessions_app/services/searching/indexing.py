@@ -11,7 +11,8 @@ from ...formats import TITLE, agent_for
 from ...formats.agent import Agent
 from ...formats.search_text import SEARCHABLE_KINDS, searchable
 from ...models import Record, SearchText, Session
-from ..roots import UnsafePath, open_regular
+from ..archive import session_open
+from ..roots import UnsafePath
 
 if TYPE_CHECKING:
     from . import SearchReport
@@ -88,7 +89,7 @@ def _slice(session: Session, agent: Agent, report: SearchReport) -> tuple[bool, 
     new_lines: list[list[int]] = []  # the lines holding each new text
     pending: dict[str, int] = {}  # uuid (or a title) -> index into `new`
     read = 0
-    with open_regular(session.path, root=session.project.root) as f:
+    with session_open(session) as f:
         for line, uuid, offset, length, digest, kind in rows:
             if uuid in known:
                 links.append((known[uuid], line))

@@ -26,7 +26,8 @@ from ...formats.common import load
 from ...formats.usage import MessageUsage
 from ...models import Record, Session, Usage
 from ..import_status import CatchUp
-from ..roots import UnsafePath, open_regular
+from ..archive import session_open
+from ..roots import UnsafePath
 
 SLICE_LINES = 20_000
 
@@ -131,7 +132,7 @@ def _slice(session: Session, report: UsageReport) -> tuple[bool, int]:
     )
     usage_of = agent.usage_of if reader is None else reader.read
     found: dict[str, tuple[int, datetime | None, MessageUsage]] = {}
-    with open_regular(session.path, root=session.project.root) as f:
+    with session_open(session) as f:
         if reader is not None and low:
             # What the lines before this slice told the reader (the model of the turn).
             earlier = session.records.filter(line__lt=low, raw_type__in=reader.types)

@@ -1,0 +1,26 @@
+"""The archive's pieces: a session file's bytes, compressed, kept beside its index."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class ArchivePiece(models.Model):
+    """One stretch of a session file (`start`, `length` raw bytes), zstd-compressed,
+    with the SHA-256 of the raw bytes: a piece whose bytes do not match is never served."""
+
+    session = models.ForeignKey(
+        "sessions_app.Session", on_delete=models.CASCADE, related_name="archive_pieces"
+    )
+    start = models.BigIntegerField()  # byte offset in the file
+    length = models.BigIntegerField()  # raw bytes
+    data = models.BinaryField()  # zstd frame
+    digest = models.CharField(max_length=64)  # sha256 hex of the raw bytes
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "start"], name="unique_archive_piece")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}@{self.start}+{self.length}"

@@ -1,0 +1,264 @@
+"""The archive: branchboard's own compressed copy of every session file it indexes.
+
+A session file's bytes are kept in `ArchivePiece` rows: zstd-compressed stretches of
+the file, each with the SHA-256 of its raw bytes. The import keeps it up to date in
+the file's own transaction (`archive_extend`): a file that grew adds only its new
+whole lines as a new piece; a file read again from the start is stored again and its
+earlier pieces go, as no index row names their bytes any more. So the pieces of a
+session always hold exactly the bytes its records were indexed from, 0 to
+`bytes_imported`.
+
+`session_open` is the one reader of a session's bytes: its file while there is one,
+else the archive (`ArchiveReader`, seekable). A piece whose bytes do not match its
+digest raises `ArchiveCorrupt` and is never served.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import io
+import os
+import sys
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from django.conf import settings
+from django.db.models import F, Max, Sum
+
+from ..models import ArchivePiece, Session
+from .roots import open_regular
+
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:
+    from backports import zstd
+
+# Raw bytes per piece at most: a read by offset decompresses one piece, not the session.
+PIECE_BYTES = 4 << 20
+# zstd level: 3 is zstd's default; higher levels cost the import more than they save.
+LEVEL = 3
+
+
+class ArchiveError(OSError):
+    """The archive cannot give a session's bytes (missing or corrupted pieces)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(errno.EIO, message)
+
+
+class ArchiveCorrupt(ArchiveError):
+    """A piece whose bytes do not match its digest."""
+
+
+def archive_enabled() -> bool:
+    """Whether the import keeps the archive (BRANCHBOARD_ARCHIVE)."""
+    return bool(getattr(settings, "ARCHIVE", True))
+
+
+def digest(raw: bytes) -> str:
+    """The digest kept with a piece: SHA-256 of its raw bytes, in hex."""
+    return hashlib.sha256(raw).hexdigest()
+
+
+def archived_end(session: Session) -> int:
+    """The byte up to which the archive holds the session (0: nothing)."""
+    end = session.archive_pieces.aggregate(end=Max(F("start") + F("length")))["end"]
+    return int(end or 0)
+
+
+def archive_extend(
+    *, session: Session, f: BinaryIO, fresh: bool, end: int | None = None
+) -> tuple[int, int]:
+    """Bring the session's pieces up to its `bytes_imported`, reading from the open file `f`.
+
+    `fresh`: the file was read again from the start, so its earlier pieces go first
+    (even with the archive off: pieces that are not the file's bytes are never kept).
+    `end`: the archived end if known (the import pass read it for every session at once).
+    Returns the raw bytes added and the archived end. The caller holds the transaction.
+    """
+    if fresh:
+        session.archive_pieces.all().delete()
+        end = 0
+    elif archive_enabled():
+        end = archived_end(session) if end is None else end
+        if end > session.bytes_imported:
+            # Holds more than the index names (kept while the archive was off): again.
+            session.archive_pieces.all().delete()
+            end = 0
+    if not archive_enabled():
+        return 0, 0
+    stop = session.bytes_imported
+    added = 0
+    pieces = []
+    f.seek(end)
+    while end < stop:
+        raw = f.read(min(PIECE_BYTES, stop - end))
+        if not raw:
+            break  # the file is shorter than indexed: the next import reads it again
+        pieces.append(
+            ArchivePiece(
+                session=session,
+                start=end,
+                length=len(raw),
+                data=zstd.compress(raw, level=LEVEL),
+                digest=digest(raw),
+            )
+        )
+        end += len(raw)
+        added += len(raw)
+    ArchivePiece.objects.bulk_create(pieces)
+    return added, end
+
+
+def archive_ends() -> dict[int, int]:
+    """Every archived session's archived end, by session row (one query)."""
+    rows = (
+        ArchivePiece.objects.values("session_id")
+        .order_by()
+        .annotate(end=Max(F("start") + F("length")))
+    )
+    return {row["session_id"]: int(row["end"]) for row in rows}
+
+
+@dataclass
+class ArchiveSize:
+    """What the archive holds: raw bytes of the files, bytes stored, sessions."""
+
+    raw: int
+    stored: int
+    sessions: int
+
+
+def archive_size() -> ArchiveSize:
+    """The archive's size, for the usage page."""
+    from django.db.models import Count
+    from django.db.models.functions import Length
+
+    totals = ArchivePiece.objects.aggregate(
+        raw=Sum("length"), stored=Sum(Length("data")), sessions=Count("session", distinct=True)
+    )
+    return ArchiveSize(int(totals["raw"] or 0), int(totals["stored"] or 0), totals["sessions"])
+
+
+class ArchiveReader(io.RawIOBase):
+    """A session's archived bytes as a seekable binary file; each piece checked as read."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        self.session_label = str(session.session_id)
+        self.pieces = list(
+            session.archive_pieces.order_by("start").values_list("start", "length", "pk")
+        )
+        expected = 0
+        for start, length, _ in self.pieces:
+            if start != expected:
+                raise ArchiveError(f"session {self.session_label}: the archive misses bytes")
+            expected += length
+        self.size = expected
+        self.pos = 0
+        self.current: tuple[int, bytes] | None = None  # (start, raw) of the piece held
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self.pos, os.SEEK_END: self.size}[whence]
+        self.pos = max(0, base + offset)
+        return self.pos
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        if self.pos >= self.size:
+            return 0
+        start, raw = self._piece_at(self.pos)
+        chunk = raw[self.pos - start : self.pos - start + len(buffer)]
+        buffer[: len(chunk)] = chunk
+        self.pos += len(chunk)
+        return len(chunk)
+
+    def _piece_at(self, pos: int) -> tuple[int, bytes]:
+        if self.current is not None and self.current[0] <= pos < self.current[0] + len(
+            self.current[1]
+        ):
+            return self.current
+        for start, length, pk in self.pieces:
+            if start <= pos < start + length:
+                self.current = (start, piece_bytes(pk, self.session_label))
+                return self.current
+        raise ArchiveError(f"session {self.session_label}: no archived byte at {pos}")
+
+
+def piece_bytes(pk: int, label: str = "") -> bytes:
+    """One piece's raw bytes, checked against its digest; `ArchiveCorrupt` if they differ."""
+    piece = ArchivePiece.objects.get(pk=pk)
+    try:
+        raw = zstd.decompress(bytes(piece.data))
+    except zstd.ZstdError:
+        raw = b""
+    if len(raw) != piece.length or digest(raw) != piece.digest:
+        raise ArchiveCorrupt(
+            f"session {label or piece.session_id}: archived piece at byte {piece.start} "
+            "is corrupted (its digest does not match); not served"
+        )
+    return raw
+
+
+def archive_covers(session: Session) -> bool:
+    """Whether the archive holds every byte the session's records were indexed from."""
+    return session.bytes_imported > 0 and archived_end(session) >= session.bytes_imported
+
+
+def archive_open(session: Session) -> BinaryIO:
+    """The session's archived bytes, buffered (lines, seek, read)."""
+    return io.BufferedReader(ArchiveReader(session), buffer_size=64 << 10)  # type: ignore[return-value]
+
+
+def archive_check(session: Session) -> None:
+    """Check every piece of the session against its digest; raises `ArchiveError`."""
+    label = str(session.session_id)
+    reader = ArchiveReader(session)
+    for _, _, pk in reader.pieces:
+        piece_bytes(pk, label)
+
+
+def archive_bytes(session: Session) -> bytes:
+    """The whole archived file, checked (tests, restore of small files)."""
+    with archive_open(session) as f:
+        return f.read()
+
+
+def session_open(session: Session) -> BinaryIO:
+    """The one way to read a session's bytes: its file, or the archive once the file is gone.
+
+    Raises what `open_regular` raises (`UnsafePath`, `OSError`) when there is a file
+    problem other than its absence, and `FileNotFoundError` when the file is gone and
+    the archive does not hold the session whole.
+    """
+    try:
+        return open_regular(session.path, root=session.project.root)
+    except FileNotFoundError:
+        if not archive_covers(session):
+            raise
+    return archive_open(session)
+
+
+def from_archive(f: BinaryIO) -> bool:
+    """Whether `f`, from `session_open`, reads the archive rather than the file."""
+    return isinstance(getattr(f, "raw", None), ArchiveReader)
+
+
+def session_readable(session: Session) -> bool:
+    """Whether `session_open` can give the session's bytes."""
+    try:
+        session_open(session).close()
+    except OSError:
+        return False
+    except Exception:  # UnsafePath: a link or a FIFO is not read
+        return False
+    return True

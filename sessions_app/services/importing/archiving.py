@@ -1,0 +1,110 @@
+"""The import's hooks into the archive, and the marks of files gone; never why an import fails."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import BinaryIO
+
+from django.db import DatabaseError, transaction
+from django.utils import timezone
+
+from ...models import Session
+from ..archive import archive_enabled, archive_ends, archive_extend
+from ..discovery import SessionFile
+from ..roots import UnsafePath, open_regular, resolve_root
+from .report import ImportReport
+
+
+def archive_keep(
+    session: Session, f: BinaryIO, report: ImportReport, *, fresh: bool, new: bool = False
+) -> None:
+    """Archive what the import just indexed; a failure is reported and the import goes on.
+
+    `new`: the session row was made by this import (it has no pieces yet)."""
+    try:
+        if new or fresh:
+            end: int | None = 0
+        elif report.archive_ends_known:
+            end = report.archive_ends.get(session.pk, 0)
+        else:
+            end = None
+        added, now = archive_extend(session=session, f=f, fresh=fresh, end=end)
+        report.archived += added
+    except DatabaseError:
+        raise  # the transaction cannot go on: the file's import is rolled back and reported
+    except Exception as exc:  # the index stands without its archive
+        report.errors.append(f"{session.path}: not archived ({type(exc).__name__}: {exc})")
+    else:
+        report.archive_ends[session.pk] = now  # for a later read of the same file in the pass
+
+
+class KeptFiles:
+    """What a pass knows of the indexed files for the archive and the removal marks,
+    gathered from the query that reads their import state (no query of its own)."""
+
+    def __init__(self) -> None:
+        self.imported: dict[str, tuple[int, int]] = {}  # path: (row, bytes imported)
+        self.removed: dict[str, int] = {}  # path: row, of files marked gone
+        self.present: list[tuple[int, str]] = []  # (row, path) of files not marked gone
+        self.behind: dict[str, int] = {}  # path: row, of unchanged files not archived whole
+
+    def add(self, pk: int, path: str, imported: int, removed: datetime | None) -> None:
+        """One indexed file."""
+        self.imported[path] = (pk, imported)
+        if removed is None:
+            self.present.append((pk, path))
+        else:
+            self.removed[path] = pk
+
+    def archive_state(self, report: ImportReport) -> None:
+        """Learn which files the archive is behind on (one query), for `catch_up`."""
+        if not archive_enabled() or not self.imported:
+            return
+        ends = archive_ends()
+        report.archive_ends = ends
+        report.archive_ends_known = True
+        self.behind = {
+            path: pk
+            for path, (pk, size) in self.imported.items()
+            if size and ends.get(pk, 0) != size
+        }
+
+    def catch_up(self, source: SessionFile, report: ImportReport) -> None:
+        """Archive the unchanged file `source` if its archive is behind its index
+        (imported before the archive was kept, or while it was off)."""
+        pk = self.behind.pop(str(source.path), None)
+        if pk is None:
+            return
+        try:
+            f = open_regular(source.path, root=source.root)
+        except (OSError, UnsafePath) as exc:
+            report.errors.append(f"{source.path}: not archived ({exc})")
+            return
+        with f, transaction.atomic():
+            session = Session.objects.select_for_update().filter(pk=pk).first()
+            if session is not None:
+                archive_keep(session, f, report, fresh=False)
+
+    def removals_mark(
+        self, found: list[SessionFile], scanned: list[Path], report: ImportReport
+    ) -> None:
+        """Mark the sessions whose file is gone from a root looked through whole, unmark
+        those whose file is back. The rows stay: the archive holds their bytes."""
+        if not scanned:
+            return
+        present = {str(f.path) for f in found}
+        back = [pk for path, pk in self.removed.items() if path in present]
+        if back:
+            Session.objects.filter(pk__in=back).update(file_removed_at=None)
+        roots = {str(resolve_root(r)) for r in scanned} | {str(f.root) for f in found}
+        prefixes = tuple(root.rstrip(os.sep) + os.sep for root in roots)
+        gone = [
+            pk
+            for pk, path in self.present
+            if path not in present and path.startswith(prefixes) and not os.path.lexists(path)
+        ]
+        if gone:
+            Session.objects.filter(pk__in=gone).update(file_removed_at=timezone.now())
+            report.removed += len(gone)
