@@ -167,6 +167,9 @@ RUN_STOP_GRACE = env_int("BRANCHBOARD_RUN_STOP_GRACE", 5)
 # Prices per model (dollars per million tokens) where genai-prices' data has none or
 # you pay otherwise; see env_prices.
 MODEL_PRICES = env_prices("BRANCHBOARD_MODEL_PRICES")
+# The archive: a compressed copy of every session file imported, kept in the database,
+# so a session outlives its file (services.archive). 0 turns it off.
+ARCHIVE = env_bool("BRANCHBOARD_ARCHIVE", True)
 # Behind TLS (team server): secure cookies and HSTS.
 BEHIND_TLS = env_bool("BRANCHBOARD_TLS", False)
 
