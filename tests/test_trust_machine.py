@@ -1,7 +1,7 @@
 """A stateful property test: any sequence of actions keeps the files whole and the index true.
 
 Random sequences of import, a running CLI appending real lines, rewind, undo,
-fork, branch, edit & fork and re-import, over real sessions of both agents. After
+fork, branch, edit & fork and re-import, over real sessions of the three agents. After
 every step: every line of every session file parses; unless a CLI appended since
 the last import, the index equals a fresh import of the same files into an empty
 index (records, turns, active leaf, each turn's prompt, every row's offset); an
@@ -54,6 +54,10 @@ SESSIONS = [
     "public/claude/-experiments-ideas/03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl",
     "cli/qwen/-home-dev-code-qwenproj/chats/6fbeb39a-1e79-43ef-995c-46eedd93e6fe.jsonl",
     "synthetic/qwen/-home-dev-code-btwdemo/chats/5b0c1d2e-3f40-4a51-8b62-7c8d9e0fa1b2.jsonl",
+    # Codex: a shell and a patch call; an aborted turn; a compaction (rewound like Claude).
+    "cli/codex/sessions/2026/11/26/rollout-2026-11-26T10-22-20-01a21760-a9c0-7191-881d-5cbb883febdf.jsonl",
+    "cli/codex/sessions/2026/11/26/rollout-2026-11-26T10-22-21-01a21760-ac42-7d62-8bb2-5e68454e4bcc.jsonl",
+    "cli/codex/sessions/2026/11/26/rollout-2026-11-26T10-29-07-01a21766-de59-75e3-9552-c2130690b4b1.jsonl",
 ]
 EXAMPLES = int(os.environ.get("BRANCHBOARD_PROPERTY_EXAMPLES", "12"))
 STEPS = int(os.environ.get("BRANCHBOARD_PROPERTY_STEPS", "12"))
@@ -68,8 +72,43 @@ def all_files(root: Path) -> dict[Path, str]:
     return {p: sha(p) for p in sorted(root.rglob("*.jsonl"))}
 
 
+def _codex_prompt(record: dict) -> bool:
+    payload = record.get("payload") or {}
+    if record.get("type") != "response_item" or payload.get("role") != "user":
+        return False
+    content = payload.get("content") or [{}]
+    return not str(content[0].get("text", "")).startswith(("<", "# AGENTS.md"))
+
+
+def codex_append(path: Path) -> None:
+    """Append one turn the way codex does: its first turn's lines (from the `task_started` that
+    opens it to the next one), numbered on (`ordinal`), with a new prompt."""
+    records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    opens = [
+        i
+        for i, r in enumerate(records)
+        if r.get("type") == "event_msg" and (r.get("payload") or {}).get("type") == "task_started"
+    ]
+    if not opens:
+        return
+    end = opens[1] if len(opens) > 1 else len(records)
+    out = []
+    for n, record in enumerate(records[opens[0] : end]):
+        tick = next(_clock)
+        record["timestamp"] = f"2027-01-01T{tick // 3600 % 24:02d}:{tick // 60 % 60:02d}:00.000Z"
+        if "ordinal" in record:
+            record["ordinal"] = len(records) + n
+        if _codex_prompt(record):
+            record["payload"]["content"] = [{"type": "input_text", "text": f"appended {tick}"}]
+        out.append(orjson.dumps(record) + b"\n")
+    with path.open("ab") as f:
+        f.write(b"".join(out))
+
+
 def cli_append(path: Path) -> None:
     """Append one turn the way a running CLI does: its first turn's lines, re-chained."""
+    if path.name.startswith("rollout-"):
+        return codex_append(path)
     nodes, analysis = analyse_file(path)
     if not analysis.prompt_lines:
         return
@@ -108,16 +147,26 @@ class Actions(RuleBasedStateMachine):
     def start(self) -> None:
         Session.objects.all().delete()
         Project.objects.all().delete()
+        # One folder holding a root of Claude's and Qwen's project folders and a root of
+        # Codex's dated folders (`sessions/YYYY/MM/DD`), as the CLIs keep them.
         self.root = Path(tempfile.mkdtemp(prefix="bb-machine-"))
-        for relpath in SESSIONS:
-            target = self.root / relpath.split("/", 2)[2]
+        self.roots = [self.root / "projects", self.root / "sessions"]
+        self.sources = [self._target(relpath) for relpath in SESSIONS]
+        for relpath, target in zip(SESSIONS, self.sources, strict=True):
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(FIXTURES / relpath, target)
-        self.sources = [self.root / r.split("/", 2)[2] for r in SESSIONS]
         self.bad_lines = {p: unparseable_lines(p) for p in self.sources}
         self.before_rewind: dict[str, bytes] = {}
         self.appended = False
-        sessions_import(roots=[self.root])
+        sessions_import(roots=self.roots)
+        agents = Session.objects.values_list("agent", flat=True)
+        assert sorted(set(agents)) == ["claude", "codex", "qwen"]  # all three driven
+
+    def _target(self, relpath: str) -> Path:
+        inside = relpath.split("/", 2)[2]
+        if inside.startswith("sessions/"):
+            return self.root / inside
+        return self.roots[0] / inside
 
     def teardown(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -136,7 +185,7 @@ class Actions(RuleBasedStateMachine):
 
     @rule()
     def import_all(self) -> None:
-        sessions_import(roots=[self.root])
+        sessions_import(roots=self.roots)
         self.appended = False
 
     @rule(pick=st.integers(0, 100))
@@ -160,7 +209,8 @@ class Actions(RuleBasedStateMachine):
         session = self._session(pick)
         done = self._refusable(lambda: session_rewind_undo(session=session), session)
         expected = self.before_rewind.pop(str(session.session_id), None)
-        if done is not None and expected is not None and session.agent == "claude":
+        rewrites = session.agent in ("claude", "codex")  # Qwen's undo appends instead
+        if done is not None and expected is not None and rewrites:
             assert Path(session.path).read_bytes() == expected, "undo did not restore the bytes"
 
     @rule(pick=st.integers(0, 100), turn=st.none() | st.integers(1, 8), include=st.booleans())
@@ -184,7 +234,7 @@ class Actions(RuleBasedStateMachine):
     @precondition(lambda self: hasattr(self, "root") and not self.appended)
     @invariant()
     def index_is_a_fresh_import(self) -> None:
-        assert index_facts() == fresh_import_facts([self.root])
+        assert index_facts() == fresh_import_facts(self.roots)
 
 
 def test_any_sequence_of_actions_keeps_files_whole_and_index_true(settings_: None = None) -> None:
