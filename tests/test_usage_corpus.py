@@ -35,7 +35,9 @@ def test_the_session_csv_adds_up_to_the_session_usage(
     total, _ = session_usage(session)
     assert sum(int(r["messages"]) for r in rows) == total.messages
     assert sum(int(r["output_tokens"]) for r in rows) == total.output
-    assert sum(Decimal(r["cost_usd"]) for r in rows) == pytest.approx(total.cost, abs=Decimal("1e-5"))
+    assert sum(Decimal(r["cost_usd"]) for r in rows) == pytest.approx(
+        total.cost, abs=Decimal("1e-5")
+    )
     parts = {r["part"] for r in rows}
     assert "active branch" in parts
     if sid == DEMO:
