@@ -25,8 +25,8 @@ from ...formats import ASSISTANT, PROGRESS, agent_for
 from ...formats.common import load
 from ...formats.usage import MessageUsage
 from ...models import Record, Session, Usage
-from ..import_status import CatchUp
 from ..archive import session_open
+from ..import_status import CatchUp
 from ..roots import UnsafePath
 
 SLICE_LINES = 20_000
