@@ -1,5 +1,5 @@
 """A Codex CLI transcript in a real browser: numbered prompts, a shell call with its
-output, an `apply_patch` as a diff, branch and fork offered, rewind and runs not (issue 29)."""
+output, an `apply_patch` as a diff, branch, fork, rewind and runs offered (issue 29)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .conftest import shot
 THREE_TURNS = "01a21760-a9c0-7191-881d-5cbb883febdf"
 
 
-def test_a_codex_transcript_shows_its_turns_shell_call_and_diff_and_offers_no_rewind(
+def test_a_codex_transcript_shows_its_turns_shell_call_and_diff_and_its_actions(
     page: Page, live_server, session_root: Path
 ) -> None:
     page.set_viewport_size({"width": 1280, "height": 900})
@@ -41,11 +41,11 @@ def test_a_codex_transcript_shows_its_turns_shell_call_and_diff_and_offers_no_re
     expect(patch.locator(".diff")).to_contain_text("first note")
     expect(patch.locator("summary")).to_contain_text("notes.txt")
 
-    # Branch, fork (a new rollout) and runs are offered; rewind is not, so no button.
+    # Branch, fork (a new rollout), rewind (from turn 2 on) and runs are offered.
     expect(page.locator("#branch-session")).to_have_count(1)
     expect(page.locator(".branch-here")).to_have_count(3)
     expect(page.locator(".edit-fork")).to_have_count(3)
     expect(page.locator("#run-panel")).to_have_count(1)
-    for action in (".rewind-here", "#branch-refusal"):
-        expect(page.locator(action)).to_have_count(0)
+    expect(page.locator(".rewind-here")).to_have_count(2)
+    expect(page.locator("#branch-refusal")).to_have_count(0)
     shot(page, "transcript-codex")
