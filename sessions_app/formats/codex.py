@@ -44,9 +44,9 @@ from .codex_writing import (
     fork_refusal,
     new_thread_id,
     rollout_name,
+    title_line,
 )
 from .common import MODEL_LIMIT, base_record, bounded, clip, load, note
-from .record_lines import qwen_title_line
 from .running import codex_run_args
 
 # User-role text Codex writes itself: context for the model, never a person's prompt.
@@ -255,12 +255,6 @@ def tool_results(data: dict[str, Any]) -> list[ToolOutcome]:
     return [outcome] if outcome is not None else []
 
 
-def title_line(*, session_id: str, title: str, parent_uuid: str | None, base: dict) -> bytes:
-    """Codex keeps a thread's name in its own databases, not in the rollout: its forks are
-    written by `prefix_fork` with no title line, so this is never called for it."""
-    return qwen_title_line(session_id=session_id, parent_uuid=parent_uuid, title=title, base=base)
-
-
 def compaction_of(data: dict[str, Any]) -> str:
     """What a compaction item says: its summary is encrypted for the model alone."""
     return "compacted (the summary is encrypted)"
@@ -300,7 +294,5 @@ AGENT: Agent = Agent(
     ),
     run_args=codex_run_args,
     resume_word="resume",
-    # Rewound as Claude is (a backup, then the file rewritten): codex 0.169 writes no
-    # rollback event and rereads the file on resume (tests/compat/test_codex_rewind_compat.py).
-    can_rewind=True,
+    can_rewind=True,  # as Claude's: see services/branching/rewinding_prefix
 )

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 import orjson
 
 from . import is_session_id
+from .record_lines import qwen_title_line
 
 # Records Codex writes to open a turn before its prompt: a cut leaves them out.
 TURN_OPENING = frozenset({("event_msg", "task_started"), ("turn_context", "")})
@@ -100,3 +101,9 @@ def fork_meta_line(
     if "timestamp" in data:
         data["timestamp"] = stamp
     return orjson.dumps(data) + b"\n"
+
+
+def title_line(*, session_id: str, title: str, parent_uuid: str | None, base: dict) -> bytes:
+    """Codex keeps a thread's name in its own databases, not in the rollout: its forks are
+    written by `prefix_fork` with no title line, so this is never called for it."""
+    return qwen_title_line(session_id=session_id, parent_uuid=parent_uuid, title=title, base=base)
