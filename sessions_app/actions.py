@@ -23,6 +23,7 @@ from .models import Project, Session
 from .permissions import can_manage_worktrees, can_run, require_write
 from .refusals import status_of
 from .resume import resume_command
+from .services.archive_restore import session_restore
 from .services.audit import PAGE, actor_of_request, audit_record
 from .services.branching import (
     BranchError,
@@ -159,6 +160,21 @@ def rewind_undo(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse
     audit_record(actor=actor, action="rewind_undo", session=restored, result=None, turn=None)
     messages.success(request, f"Rewind undone: {_turns(restored.turn_count)} again.")
     return _done(request, reverse("sessions:session_detail", args=[restored.session_id]))
+
+
+@require_POST
+@require_write
+def restore(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Write a session whose file was removed back to disk from the archive."""
+    session = session_or_404(session_id)
+    try:
+        written = session_restore(session=session)
+    except BranchError as error:
+        return _failed(request, session, error)
+    actor = actor_of_request(request, origin=PAGE)
+    audit_record(actor=actor, action="restore", session=session, result=None, turn=None)
+    messages.success(request, f"Restored to disk: {written[0]} (resume it in its CLI again).")
+    return _done(request, reverse("sessions:session_detail", args=[session.session_id]))
 
 
 @require_POST

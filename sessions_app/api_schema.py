@@ -82,6 +82,10 @@ _ID = {
     "schema": {"type": "string", "format": "uuid"},
 }
 
+# A POST on a session without a body, answering with the session.
+_NO_BODY = {"parameters": [_ID], "responses": _responses("200", _SESSION, 401, 403, 404, 405, 409)}
+
+
 OPENAPI: dict = {
     "openapi": "3.1.0",
     "info": {
@@ -286,11 +290,11 @@ OPENAPI: dict = {
             }
         },
         "/api/sessions/{session_id}/rewind/undo": {
-            "post": {
-                "summary": "Undo the last rewind",
-                "parameters": [_ID],
-                "responses": _responses("200", _SESSION, 401, 403, 404, 405, 409),
-            }
+            "post": {"summary": "Undo the last rewind", **_NO_BODY}
+        },
+        # Restore: the removed file written back from the archive (409 if a file is there).
+        "/api/sessions/{session_id}/restore": {
+            "post": {"summary": "Restore a removed session's file from the archive", **_NO_BODY}
         },
     },
 }

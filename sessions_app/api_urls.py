@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path, re_path
 
-from . import api
+from . import api, api_archive
 
 app_name = "api"
 
@@ -13,6 +13,7 @@ urlpatterns = [
     path("sessions/<uuid:session_id>/fork", api.session_fork_view, name="fork"),
     path("sessions/<uuid:session_id>/rewind", api.session_rewind_view, name="rewind"),
     path("sessions/<uuid:session_id>/rewind/undo", api.session_rewind_undo_view, name="undo"),
+    path("sessions/<uuid:session_id>/restore", api_archive.session_restore_view, name="restore"),
     # Anything else under /api/ is a JSON 404, like every API answer.
     re_path(r"^.*$", api.not_found, name="not_found"),
 ]

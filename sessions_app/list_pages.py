@@ -37,7 +37,7 @@ LIVE_SECONDS = 60  # a session written to this recently is live
 LIST_POLL = "every 3s"  # how often an open list asks whether anything changed
 OLD_PAGES = 10  # an old `?page=N` link beyond this shows the first page: no deep OFFSET
 PAGER = ("page", "after", "before", "stamp")  # what a pager link replaces in the query
-SESSION_LIST_DEFAULTS = {"q": "", "sort": "updated", "empty": "", "undone": ""}
+SESSION_LIST_DEFAULTS = {"q": "", "sort": "updated", "empty": "", "undone": "", "removed": ""}
 RECENT_DEFAULTS = {"q": "", "sort": "updated", "agent": ""}
 
 
@@ -177,6 +177,9 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     sessions = selectors.sessions_of_project(
         project=project, query=query, sort=sort, empty=empty, undone=undone
     )
+    removed = request.GET.get("removed") == "1"
+    if removed:  # only the sessions whose file is gone (kept by the archive)
+        sessions = sessions.filter(file_removed_at__isnull=False)
     page = _page_of(request, sessions, sort)
     page.object_list = selectors.with_children_counts(page.object_list)
     for s in page.object_list:
@@ -190,6 +193,10 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "pager": _pager_urls(request, page),
         "empty": empty,
         "undone": undone,
+        "removed": removed,
+        # Whether any, not how many: a page of the list counts no sessions.
+        "removed_any": not removed
+        and project.sessions.filter(is_subagent=False, file_removed_at__isnull=False).exists(),
         "undone_count": 0 if undone else selectors.undone_backups(project),
         "empty_count": project.sessions.filter(is_subagent=False, turn_count=0).count(),
         "query": query,

@@ -69,6 +69,7 @@ urlpatterns = [
     path("sessions/<uuid:session_id>/fork/", actions.fork, name="fork"),
     path("projects/<int:pk>/worktrees/remove/", actions.worktree_remove, name="worktree_remove"),
     path("sessions/<uuid:session_id>/rewind/", actions.rewind, name="rewind"),
+    path("sessions/<uuid:session_id>/restore/", actions.restore, name="restore"),
     path("sessions/<uuid:session_id>/runs/", run_pages.start, name="run_start"),
     path("sessions/<uuid:session_id>/runs/panel/", run_pages.panel, name="run_panel"),
     path("sessions/<uuid:session_id>/runs/<int:pk>/stop/", run_pages.stop, name="run_stop"),

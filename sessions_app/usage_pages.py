@@ -25,6 +25,7 @@ from .selectors.usage import (
     usage_by_model,
     usage_by_project,
 )
+from .services.archive import archive_enabled, archive_size
 from .templatetags.numbers import usd
 from .templatetags.project_labels import label_twins, project_label
 from .usage_charts import usage_context
@@ -134,6 +135,7 @@ def usage_overview(request: HttpRequest) -> HttpResponse:
     context["project_rows"] = rows
     context["twins"] = twins
     context["chosen"] = chosen
+    context["archive"], context["archive_on"] = archive_size(), archive_enabled()
     return render(request, "sessions_app/usage.html", context)
 
 

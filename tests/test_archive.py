@@ -154,3 +154,12 @@ def test_a_removed_file_is_marked_and_read_from_the_archive(tmp_path: Path) -> N
     assert session.record_count == 4  # the rows stay
     with session_open(session) as f:
         assert f.read() == raw
+
+
+def test_the_usage_page_shows_the_archive_size(client, tmp_path: Path) -> None:
+    path = _one_session(tmp_path)
+    sessions_import(roots=[tmp_path / "projects"])
+    text = client.get("/usage/").content.decode()
+    assert 'id="archive-size"' in text and "Archive: 1 session file," in text
+    stored = ArchivePiece.objects.get().data
+    assert path.stat().st_size > 1000 and f"1.1\xa0KB of transcripts kept in {len(stored)}\xa0bytes" in text

@@ -79,15 +79,13 @@ def archive_extend(
     """
     if fresh:
         session.archive_pieces.all().delete()
-        end = 0
-    elif archive_enabled():
-        end = archived_end(session) if end is None else end
-        if end > session.bytes_imported:
-            # Holds more than the index names (kept while the archive was off): again.
-            session.archive_pieces.all().delete()
-            end = 0
     if not archive_enabled():
         return 0, 0
+    end = 0 if fresh else (archived_end(session) if end is None else end)
+    if end > session.bytes_imported:
+        # Holds more than the index names (kept while the archive was off): again.
+        session.archive_pieces.all().delete()
+        end = 0
     stop = session.bytes_imported
     added = 0
     pieces = []
@@ -216,7 +214,7 @@ def archive_covers(session: Session) -> bool:
 
 def archive_open(session: Session) -> BinaryIO:
     """The session's archived bytes, buffered (lines, seek, read)."""
-    return io.BufferedReader(ArchiveReader(session), buffer_size=64 << 10)  # type: ignore[return-value]
+    return io.BufferedReader(ArchiveReader(session), buffer_size=64 << 10)
 
 
 def archive_check(session: Session) -> None:

@@ -45,6 +45,7 @@ from .guards import (
     check_can_branch,
     check_can_rewind,
     check_not_busy,
+    check_on_disk,
     check_paths,
     check_readable,
     check_turn,
@@ -131,6 +132,7 @@ def session_rewind_check(*, session: Session, turn: int) -> None:
     """The refusals a rewind to `turn` meets before it reads the file (its confirmation's)."""
     check_paths(session)
     check_can_rewind(session)
+    check_on_disk(session)
     check_turn(session, turn, lowest=2)
 
 
@@ -149,4 +151,5 @@ def session_rewind_undo(*, session: Session) -> Session:
     with refusing_on_stale(session):
         check_paths(session)
         check_can_rewind(session)
+        check_on_disk(session)
         return undo(session)

@@ -10,7 +10,8 @@ from django.conf import settings
 
 from ...formats import ASSISTANT, COMMAND, PROMPT, TOOL_RESULT, agent_for
 from ...models import Session
-from ..roots import UnsafePath, check_inside, open_regular
+from ..archive import archive_covers, session_open
+from ..roots import UnsafePath, check_inside
 from .copying import read_record
 from .errors import (
     BranchingUnsupported,
@@ -58,7 +59,8 @@ def check_paths(session: Session) -> None:
     check_can_branch(session)
     agent = agent_for(session.agent)
     path = Path(session.path)
-    if not os.path.lexists(path):
+    # A file gone is read from the archive (branch and fork write a new file beside it).
+    if not os.path.lexists(path) and not archived_only(session):
         raise SourceChanged(f"{path} no longer exists; re-import first")
     try:
         check_inside(path, session.project.root)
@@ -99,7 +101,10 @@ def file_stat(session: Session) -> os.stat_result:
 
 
 def check_unchanged(session: Session) -> None:
-    """The file is exactly as it was indexed; else the index is stale."""
+    """The file is exactly as it was indexed (or gone and archived whole); else the index
+    is stale."""
+    if archived_only(session):
+        return  # the archive holds exactly the bytes indexed; each record read is checked
     st = file_stat(session)
     indexed = (session.file_size, session.file_mtime_ns, session.file_inode)
     if (st.st_size, st.st_mtime_ns, st.st_ino) != indexed:
@@ -109,7 +114,7 @@ def check_unchanged(session: Session) -> None:
 def check_readable(session: Session) -> None:
     """Say plainly when the file cannot be read, rather than failing halfway."""
     try:
-        open_regular(session.path, root=session.project.root).close()
+        session_open(session).close()
     except UnsafePath as exc:
         raise FileUnreadable(f"{exc}; nothing was written") from None
     except OSError as exc:
@@ -117,6 +122,22 @@ def check_readable(session: Session) -> None:
             f"{session.path}: cannot read ({exc.strerror}); check its permissions. "
             "Nothing was written"
         ) from None
+
+
+def archived_only(session: Session) -> bool:
+    """The session's file is gone and the archive holds every byte it was indexed from."""
+    return not os.path.lexists(session.path) and archive_covers(session)
+
+
+def check_on_disk(session: Session) -> None:
+    """A rewind changes the file itself: refused for a session only the archive holds."""
+    if archived_only(session):
+        removed = session.file_removed_at
+        when = f" on {removed:%Y-%m-%d}" if removed else ""
+        raise SourceChanged(
+            f"the file of session {session.session_id} was removed{when}: there is no file "
+            "to rewind. Restore it to disk first, or branch or fork it (that writes a new file)"
+        )
 
 
 def own_write(st: os.stat_result) -> dict:

@@ -1,0 +1,22 @@
+"""The JSON API's door to the archive: restore a removed session to disk."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse, JsonResponse
+
+from .api import API, ApiRequest, allow, session_json, token_required
+from .models import Session
+from .services.archive_restore import session_restore
+from .services.audit import actor_of_request, audit_record
+
+
+@allow("POST")
+@token_required(write=True)
+def session_restore_view(request: ApiRequest, session: Session) -> HttpResponse:
+    """POST /api/sessions/<id>/restore: the removed file written back from the archive."""
+    written = session_restore(session=session)
+    actor = actor_of_request(request, origin=API)
+    audit_record(actor=actor, action="restore", session=session, result=None, turn=None)
+    body = session_json(session)
+    body["restored"] = [str(p) for p in written]
+    return JsonResponse(body)

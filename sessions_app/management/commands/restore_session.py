@@ -1,0 +1,45 @@
+"""manage.py restore_session: write a session whose file was removed back from the archive."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from django.core.management.base import BaseCommand, CommandParser
+
+from sessions_app.management.refusing import JSON_HELP, refuse
+from sessions_app.selectors import session_summary
+from sessions_app.services.archive_restore import session_restore
+from sessions_app.services.audit import actor_of_command, audit_record
+from sessions_app.services.branching import BranchError
+from sessions_app.services.lookup import session_resolve
+
+
+class Command(BaseCommand):
+    help = (
+        "Restore SESSION's file (and its subagent files) byte for byte from branchboard's "
+        "archive where its CLI looks; refused if a file is there. Exit codes: 2 bad request, "
+        "3 unknown session, 4 conflict."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("session", help="session id")
+        parser.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            session = session_resolve(ref=options["session"])
+            written = session_restore(session=session)
+        except BranchError as exc:
+            refuse(self, exc, as_json=options["json"])
+        audit_record(
+            actor=actor_of_command(), action="restore", session=session, result=None, turn=None
+        )
+        info = session_summary(session)
+        info["restored"] = [str(p) for p in written]
+        if options["json"]:
+            self.stdout.write(orjson.dumps(info).decode())
+            return
+        for path in written:
+            self.stdout.write(f"restored: {path}")
+        self.stdout.write(f"resume: {info['resume_command']}")

@@ -1,0 +1,124 @@
+"""A session whose file was removed: kept by the archive, marked, readable, forkable, restorable."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+from pathlib import Path
+
+import orjson
+import pytest
+from django.core.management import call_command
+
+from sessions_app.models import ArchivePiece, Session
+from sessions_app.services import archive
+from sessions_app.services.archive_restore import RestoreRefused, session_restore
+from sessions_app.services.branching import SourceChanged, session_fork, session_rewind
+from sessions_app.services.importing import sessions_import
+
+from .corpus import ALL_ROOTS
+
+pytestmark = pytest.mark.django_db
+
+WEBAPP = "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl"
+WEBAPP_ID = "d62afd75-12b1-4077-921c-1fa1eda79364"
+
+
+def _remove(corpus: Path) -> tuple[Session, bytes]:
+    """Delete the webapp session's file as a CLI's cleanup would; import again."""
+    path = corpus / WEBAPP
+    raw = path.read_bytes()
+    path.unlink()
+    report = sessions_import(roots=[corpus / r for r in ALL_ROOTS])
+    assert report.removed == 1, report
+    return Session.objects.get(session_id=WEBAPP_ID), raw
+
+
+def test_a_removed_session_is_marked_and_its_pages_and_export_keep_working(
+    client, imported: Path
+) -> None:
+    session, raw = _remove(imported)
+    assert session.file_removed_at is not None
+    page = client.get(f"/sessions/{WEBAPP_ID}/")
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert f"archived: the file was removed on {session.file_removed_at:%Y-%m-%d}" in text
+    assert "Restore to disk" in text
+    # The transcript's records are read from the archive: the first prompt's text is shown.
+    first = session.records.turn_starts().order_by("line").first()
+    assert first is not None and first.text[:30] in text
+    export = client.get(f"/sessions/{WEBAPP_ID}/export.jsonl")
+    assert export.status_code == 200 and b"".join(export.streaming_content) == raw
+    listed = client.get(f"/projects/{session.project_id}/?removed=1").content.decode()
+    assert "archived: file removed" in listed and WEBAPP_ID in listed
+    others = session.project.sessions.exclude(pk=session.pk).filter(is_subagent=False)
+    for other in others:
+        assert str(other.session_id) not in listed
+
+
+def test_branch_and_fork_of_a_removed_session_write_a_new_file_and_rewind_is_refused(
+    imported: Path,
+) -> None:
+    session, _ = _remove(imported)
+    branch = session_fork(session=session)
+    assert Path(branch.path).parent == Path(session.path).parent
+    assert Path(branch.path).exists() and branch.turn_count == session.turn_count
+    fork = session_fork(session=session, turn=1)
+    assert fork.turn_count == 1 and Path(fork.path).exists()
+    with pytest.raises(SourceChanged, match="no file to rewind"):
+        session_rewind(session=session, turn=2)
+    assert not Path(session.path).exists()
+
+
+def test_restore_writes_the_file_back_byte_for_byte_and_the_next_import_skips_it(
+    imported: Path,
+) -> None:
+    session, raw = _remove(imported)
+    out = io.StringIO()
+    call_command("restore_session", WEBAPP_ID, stdout=out)
+    path = imported / WEBAPP
+    assert f"restored: {path}" in out.getvalue()
+    assert path.read_bytes() == raw
+    assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600
+    report = sessions_import(roots=[imported / r for r in ALL_ROOTS])
+    assert report.sessions == 0 and report.removed == 0 and not report.errors
+    session.refresh_from_db()
+    assert session.file_removed_at is None
+    # Rewind works again: there is a file.
+    assert session_rewind(session=session, turn=2).turn_count == 1
+
+
+def test_restore_is_refused_when_a_file_is_there(imported: Path) -> None:
+    session, _ = _remove(imported)
+    path = imported / WEBAPP
+    path.write_bytes(b"someone else's\n")
+    with pytest.raises(RestoreRefused, match="exists"):
+        session_restore(session=session)
+    assert path.read_bytes() == b"someone else's\n"
+
+
+def test_a_corrupted_piece_refuses_the_restore_and_writes_nothing(imported: Path) -> None:
+    session, raw = _remove(imported)
+    piece = session.archive_pieces.order_by("start").first()
+    assert piece is not None
+    ArchivePiece.objects.filter(pk=piece.pk).update(
+        data=archive.zstd.compress(raw[: piece.length].replace(b"a", b"b"))
+    )
+    with pytest.raises(RestoreRefused, match="corrupted"):
+        session_restore(session=session)
+    assert not (imported / WEBAPP).exists()
+
+
+def test_restore_by_the_api_and_the_page(client, imported: Path, token: str) -> None:
+    _, raw = _remove(imported)
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    response = client.post(f"/api/sessions/{WEBAPP_ID}/restore", **headers)
+    assert response.status_code == 200, response.content
+    assert orjson.loads(response.content)["restored"] == [str(imported / WEBAPP)]
+    assert (imported / WEBAPP).read_bytes() == raw
+    again = client.post(f"/api/sessions/{WEBAPP_ID}/restore", **headers)
+    assert again.status_code == 409 and "exists" in orjson.loads(again.content)["error"]
+    (imported / WEBAPP).unlink()
+    page = client.post(f"/sessions/{WEBAPP_ID}/restore/")
+    assert page.status_code == 302 and (imported / WEBAPP).read_bytes() == raw
