@@ -14,15 +14,15 @@ Modules: `indexing` (one session's lines brought into the index).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F
 
 from ...models import SearchText, Session
 from ..import_status import CatchUp
-from .indexing import session_index
+from .indexing import SLICE_LINES, session_index, words_fill, words_top
 
 __all__ = ["SearchReport", "search_refresh", "session_index", "texts_collect"]
 
@@ -58,13 +58,49 @@ def search_refresh(
         behind = behind.filter(pk__in=list(session_ids))
     total = behind.count() if progress is not None else 0
     # Sessions before their subagents and forks: a fork then links its parent's texts.
-    for done, session in enumerate(behind.order_by("is_subagent", "pk").iterator(chunk_size=500)):
+    done = 0
+    for batch in _batches(behind.order_by("is_subagent", "pk").iterator(chunk_size=500)):
         if progress is not None:
             progress(done, total)
-        session_index(session, report)
+        if len(batch) == 1:  # a long session: a transaction per slice of it
+            session_index(batch[0], report)
+        else:
+            _batch_index(batch, report)
+        done += len(batch)
     if progress is not None:
         progress(total, total)
     return report
+
+
+def _batches(sessions: Iterable[Session]) -> Iterator[list[Session]]:
+    """Short sessions together, up to a slice's lines; a longer one alone."""
+    batch: list[Session] = []
+    lines = 0
+    for session in sessions:
+        behind = session.line_count - session.search_lines
+        if batch and lines + behind > SLICE_LINES:
+            yield batch
+            batch, lines = [], 0
+        batch.append(session)
+        lines += behind
+    if batch:
+        yield batch
+
+
+def _batch_index(batch: list[Session], report: SearchReport) -> None:
+    """Index short sessions in one transaction (each in a savepoint of its own), their
+    words put into SQLite's index once at the end: a commit per small session made FTS5
+    write a tiny segment each, and merging them again doubled the pass."""
+    try:
+        with transaction.atomic():
+            top = words_top()
+            for session in batch:
+                session_index(session, report, words=False)
+            words_fill(top)
+    except DatabaseError as exc:  # a lock held too long, a race with another pass
+        report.errors.extend(
+            f"{session.path}: not searchable yet ({exc}); tried again later" for session in batch
+        )
 
 
 def texts_collect(text_ids: Iterable[int]) -> int:
