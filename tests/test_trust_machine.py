@@ -1,11 +1,14 @@
 """A stateful property test: any sequence of actions keeps the files whole and the index true.
 
 Random sequences of import, a running CLI appending real lines, rewind, undo,
-fork, branch, edit & fork and re-import, over real sessions of the three agents. After
-every step: every line of every session file parses; unless a CLI appended since
-the last import, the index equals a fresh import of the same files into an empty
-index (records, turns, active leaf, each turn's prompt, every row's offset); an
-undo gives back the exact bytes; a refused action changed no file.
+fork, branch, edit & fork, re-import, a source file deleted (as a CLI's cleanup does)
+and restored from the archive, over real sessions of the three agents. After every
+step: every line of every session file parses; unless a CLI appended since the last
+import, the index equals a fresh import of the same files plus the archive (each
+deleted file's archived bytes put back where it was) into an empty index (records,
+turns, active leaf, each turn's prompt, every row's offset), every archived session's
+bytes equal its file's last version, and exactly the deleted files are marked removed;
+an undo gives back the exact bytes; a refused action changed no file.
 
     make property    # the long run (BRANCHBOARD_PROPERTY_EXAMPLES, default 300)
 """
@@ -34,6 +37,8 @@ from hypothesis.stateful import (
 )
 
 from sessions_app.models import Project, Session
+from sessions_app.services.archive import archive_bytes
+from sessions_app.services.archive_restore import session_restore
 from sessions_app.services.branching import (
     BranchError,
     session_fork,
@@ -157,6 +162,7 @@ class Actions(RuleBasedStateMachine):
             shutil.copy2(FIXTURES / relpath, target)
         self.bad_lines = {p: unparseable_lines(p) for p in self.sources}
         self.before_rewind: dict[str, bytes] = {}
+        self.removed: dict[str, bytes] = {}  # path: the bytes of a deleted file
         self.appended = False
         sessions_import(roots=self.roots)
         agents = Session.objects.values_list("agent", flat=True)
@@ -191,6 +197,8 @@ class Actions(RuleBasedStateMachine):
     @rule(pick=st.integers(0, 100))
     def cli_appends(self, pick: int) -> None:
         session = self._session(pick)
+        if session.path in self.removed:
+            return  # no CLI writes to a file that is gone
         cli_append(Path(session.path))
         self.before_rewind.pop(str(session.session_id), None)
         self.appended = True
@@ -198,8 +206,10 @@ class Actions(RuleBasedStateMachine):
     @rule(pick=st.integers(0, 100), turn=st.integers(1, 8))
     def rewind(self, pick: int, turn: int) -> None:
         session = self._session(pick)
-        before = Path(session.path).read_bytes()
+        gone = session.path in self.removed
+        before = b"" if gone else Path(session.path).read_bytes()
         done = self._refusable(lambda: session_rewind(session=session, turn=turn), session)
+        assert not (gone and done), "a session whose file is gone was rewound"
         if done is not None:
             self.before_rewind[str(session.session_id)] = before
             assert done.turn_count == turn - 1
@@ -224,6 +234,33 @@ class Actions(RuleBasedStateMachine):
             assert new.turn_count == cut
             assert unparseable_lines(Path(new.path)) == 0
 
+    @precondition(lambda self: not self.appended)
+    @rule(pick=st.integers(0, 100))
+    def delete_file(self, pick: int) -> None:
+        """A CLI's cleanup deletes a session file; the next import pass notices."""
+        session = self._session(pick)
+        path = Path(session.path)
+        if session.path in self.removed:
+            return
+        self.removed[session.path] = path.read_bytes()
+        path.unlink()
+        self.before_rewind.pop(str(session.session_id), None)
+        report = sessions_import(roots=self.roots)
+        assert report.removed == 1, report
+
+    @rule(pick=st.integers(0, 100))
+    def restore(self, pick: int) -> None:
+        """Restore a deleted file from the archive; the next import finds it unchanged."""
+        if not self.removed:
+            return
+        path = sorted(self.removed)[pick % len(self.removed)]
+        session = Session.objects.get(path=path)
+        session_restore(session=session)
+        assert Path(path).read_bytes() == self.removed.pop(path), "not restored byte for byte"
+        report = sessions_import(roots=self.roots)
+        assert session.pk not in report.session_pks, "a restored file was imported again"
+        self.appended = False
+
     @invariant()
     def files_parse(self) -> None:
         if not hasattr(self, "root"):
@@ -234,7 +271,27 @@ class Actions(RuleBasedStateMachine):
     @precondition(lambda self: hasattr(self, "root") and not self.appended)
     @invariant()
     def index_is_a_fresh_import(self) -> None:
-        assert index_facts() == fresh_import_facts(self.roots)
+        # The files plus the archive: each deleted file's bytes put back for the fresh import.
+        for path, raw in self.removed.items():
+            Path(path).write_bytes(raw)
+        try:
+            expected = fresh_import_facts(self.roots)
+        finally:
+            for path in self.removed:
+                Path(path).unlink()
+        assert index_facts() == expected
+
+    @precondition(lambda self: hasattr(self, "root") and not self.appended)
+    @invariant()
+    def archive_is_the_files_last_version(self) -> None:
+        marked = Session.objects.filter(file_removed_at__isnull=False)
+        assert set(marked.values_list("path", flat=True)) == set(self.removed)
+        for session in Session.objects.all():
+            if session.path in self.removed:
+                last = self.removed[session.path]
+            else:
+                last = Path(session.path).read_bytes()
+            assert archive_bytes(session) == last[: session.bytes_imported], session.path
 
 
 def test_any_sequence_of_actions_keeps_files_whole_and_index_true(settings_: None = None) -> None:

@@ -21,6 +21,7 @@ from django.utils import timezone
 from ...formats import collapse
 from ...formats.markup import title_text
 from ...models import TITLE_LIMIT, Record, Session
+from ..archive import archive_written
 from ..import_plan import HEAD_BYTES, digest
 from ..importing import RECORD_COLUMNS
 from .kept import Written
@@ -157,6 +158,7 @@ def new_session_row(
         imported_at=timezone.now(),
     )
     new.save()
+    archive_written(session=new, path=path)
     return new
 
 
