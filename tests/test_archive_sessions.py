@@ -38,6 +38,8 @@ def _remove(corpus: Path) -> tuple[Session, bytes]:
 def test_a_removed_session_is_marked_and_its_pages_and_export_keep_working(
     client, imported: Path
 ) -> None:
+    exports = [f"/sessions/{WEBAPP_ID}/export.{fmt}" for fmt in ("md", "html")]
+    before = [b"".join(client.get(url).streaming_content) for url in exports]
     session, raw = _remove(imported)
     assert session.file_removed_at is not None
     page = client.get(f"/sessions/{WEBAPP_ID}/")
@@ -50,6 +52,8 @@ def test_a_removed_session_is_marked_and_its_pages_and_export_keep_working(
     assert first is not None and first.text[:30] in text
     export = client.get(f"/sessions/{WEBAPP_ID}/export.jsonl")
     assert export.status_code == 200 and b"".join(export.streaming_content) == raw
+    # Markdown and HTML exports read every record: from the archive, the same as from the file.
+    assert [b"".join(client.get(url).streaming_content) for url in exports] == before
     listed = client.get(f"/projects/{session.project_id}/?removed=1").content.decode()
     assert "archived: file removed" in listed and WEBAPP_ID in listed
     others = session.project.sessions.exclude(pk=session.pk).filter(is_subagent=False)

@@ -35,8 +35,9 @@ if sys.version_info >= (3, 14):
 else:
     from backports import zstd
 
-# Raw bytes per piece at most: a read by offset decompresses one piece, not the session.
-PIECE_BYTES = 4 << 20
+# Raw bytes per piece at most: a read by offset decompresses one piece, not the session,
+# and an import holds one piece at a time, whatever the file's size.
+PIECE_BYTES = 1 << 20
 # zstd level: 3 is zstd's default; higher levels cost the import more than they save.
 LEVEL = 3
 
@@ -89,24 +90,25 @@ def archive_extend(
         end = 0
     stop = session.bytes_imported
     added = 0
-    pieces = []
     f.seek(end)
     while end < stop:
         raw = f.read(min(PIECE_BYTES, stop - end))
         if not raw:
             break  # the file is shorter than indexed: the next import reads it again
-        pieces.append(
-            ArchivePiece(
-                session=session,
-                start=end,
-                length=len(raw),
-                data=zstd.compress(raw, level=LEVEL),
-                digest=digest(raw),
-            )
+        # Stored as made: memory holds one piece, not the file.
+        ArchivePiece.objects.bulk_create(
+            [
+                ArchivePiece(
+                    session=session,
+                    start=end,
+                    length=len(raw),
+                    data=zstd.compress(raw, level=LEVEL),
+                    digest=digest(raw),
+                )
+            ]
         )
         end += len(raw)
         added += len(raw)
-    ArchivePiece.objects.bulk_create(pieces)
     return added, end
 
 
