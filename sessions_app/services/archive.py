@@ -35,9 +35,9 @@ if sys.version_info >= (3, 14):
 else:
     from backports import zstd
 
-# Raw bytes per piece at most: a read by offset decompresses one piece, not the session,
-# and an import holds one piece at a time, whatever the file's size.
-PIECE_BYTES = 1 << 20
+# Raw bytes per piece at most (256 KiB): a read by offset decompresses one piece, not the
+# session, and an import holds one piece at a time, whatever the file's size.
+PIECE_BYTES = 1 << 18
 # zstd level: 3 is zstd's default; higher levels cost the import more than they save.
 LEVEL = 3
 
