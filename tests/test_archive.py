@@ -162,4 +162,7 @@ def test_the_usage_page_shows_the_archive_size(client, tmp_path: Path) -> None:
     text = client.get("/usage/").content.decode()
     assert 'id="archive-size"' in text and "Archive: 1 session file," in text
     stored = ArchivePiece.objects.get().data
-    assert path.stat().st_size > 1000 and f"1.1\xa0KB of transcripts kept in {len(stored)}\xa0bytes" in text
+    assert (
+        path.stat().st_size > 1000
+        and f"1.1\xa0KB of transcripts kept in {len(stored)}\xa0bytes" in text
+    )
