@@ -160,7 +160,8 @@ def test_the_registry_and_the_old_constants_agree() -> None:
         "archived_sessions",
         True,
     )
-    assert codex.prefix_fork is not None and codex.can_rewind is False
+    # Codex is forked and rewound as self-contained prefixes of its rollout (prefixing.py).
+    assert codex.prefix_fork is not None and codex.can_rewind is True
     # The layout tells agents apart: one keeps sessions in the project folder itself; an
     # agent with dated folders (Codex) is told apart by its root instead.
     subfolders = [a.sessions_subfolder for a in REGISTRY.values() if not a.sessions_root]
