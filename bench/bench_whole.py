@@ -91,20 +91,39 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float,
     return seconds, usage.ru_maxrss / 1024, out.decode(errors="replace")
 
 
-def branchboard_import(home: Path, tmp: Path, backend: str, n: int) -> tuple[float, float, str]:
-    data = tmp / f"bb-data-{backend}-{n}"
-    data.mkdir()
+def branchboard_import(
+    home: Path, tmp: Path, backend: str, n: int, *, archive: bool = True
+) -> tuple[float, float, str, int]:
+    """The whole command on a fresh database: (seconds, peak MB, output, archive bytes)."""
+    data = tmp / f"bb-data-{backend}-{n}-{int(archive)}"
+    data.mkdir(mode=0o700)
     with fresh_database(backend, data, PG_URL, PG_BENCH_DB) as env:
         env["HOME"] = str(home)
+        env["BRANCHBOARD_ARCHIVE"] = "1" if archive else "0"
         env.pop("BRANCHBOARD_ROOTS", None)
         # Migrations are the same for any corpus: made first, outside the timed command.
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "-v", "0"], env=env, cwd=ROOT, check=True
         )
         cmd = [sys.executable, "manage.py", "import_sessions", "--no-progress"]
-        result = timed(cmd, env, ROOT)
+        seconds, rss, out = timed(cmd, env, ROOT)
+        size = _archive_bytes(env)
     shutil.rmtree(data, ignore_errors=True)
-    return result
+    return seconds, rss, out, size
+
+
+def _archive_bytes(env: dict[str, str]) -> int:
+    """The compressed bytes the archive holds in that database."""
+    code = (
+        "import django; django.setup(); "
+        "from django.db.models import Sum; from django.db.models.functions import Length; "
+        "from sessions_app.models_archive import ArchivePiece; "
+        "print(ArchivePiece.objects.aggregate(n=Sum(Length('data')))['n'] or 0)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True
+    )
+    return int(done.stdout.strip() or 0) if done.returncode == 0 else -1
 
 
 def agentsview_sync(binary: str, home: Path, tmp: Path, n: int) -> tuple[float, float, str]:
@@ -213,13 +232,16 @@ def main() -> None:
 
         rows: list[tuple[str, list[float], list[float]]] = []
         backends = ["sqlite", "postgresql"] if args.postgres else ["sqlite"]
+        archived = 0
         for n in range(args.repeat):
             for backend in backends:
-                seconds, rss, out = branchboard_import(home, tmp, backend, n)
+                seconds, rss, out, archived = branchboard_import(home, tmp, backend, n)
                 if n == 0:
                     print(f"branchboard import_sessions ({backend}) said:")
                     print("  " + "\n  ".join(out.strip().splitlines()[-6:]))
                 _add(rows, f"branchboard import_sessions, {backend}", seconds, rss)
+            seconds, rss, _, _ = branchboard_import(home, tmp, "sqlite", n, archive=False)
+            _add(rows, "branchboard import_sessions, sqlite, archive off", seconds, rss)
             if args.agentsview:
                 seconds, rss, out = agentsview_sync(args.agentsview, home, tmp, n)
                 if n == 0:
@@ -230,7 +252,7 @@ def main() -> None:
 
         print()
         print(
-            f"{'whole import':44} {'median s':>9} {'min s':>7} {'max s':>7} {'MB/s':>6} "
+            f"{'whole import':50} {'median s':>9} {'min s':>7} {'max s':>7} {'MB/s':>6} "
             f"{'x baseline':>10} {'peak MB':>8}"
         )
         medians: dict[str, float] = {}
@@ -238,8 +260,16 @@ def main() -> None:
             med = statistics.median(times)
             medians[name] = med
             print(
-                f"{name:44} {med:9.2f} {min(times):7.2f} {max(times):7.2f} {mb / med:6.1f} "
+                f"{name:50} {med:9.2f} {min(times):7.2f} {max(times):7.2f} {mb / med:6.1f} "
                 f"{med / base:10.1f} {max(rss):8.0f}"
+            )
+        off = medians.get("branchboard import_sessions, sqlite, archive off")
+        on = medians.get("branchboard import_sessions, sqlite")
+        if off and on:
+            print(
+                f"archive: {archived / 1e6:.1f} MB for {mb:.1f} MB of sessions "
+                f"({archived / written:.2f} MB per transcript MB); it adds "
+                f"{on - off:+.2f} s to the whole import ({(on - off) / off * 100:+.0f}%)"
             )
         peer = medians.get("agentsview 0.46.1 sync (SQLite)")
         if peer:

@@ -388,7 +388,13 @@ def parse_whole(text: str) -> dict[str, Any] | None:
             "peak": float(m.group(7)),
         }
     page = re.search(rf"make run first page: {NUM} s", text)
+    archive = re.search(
+        rf"archive: {NUM} MB for {NUM} MB of sessions \({NUM} MB per transcript MB\); "
+        rf"it adds \+?{NUM} s",
+        text,
+    )
     return {
+        "archive": (float(archive.group(3)), float(archive.group(4))) if archive else None,
         "baseline_s": float(base.group(1)),
         "baseline_rate": float(base.group(2)),
         "rows": rows,
@@ -625,6 +631,17 @@ def summary(benches: dict[str, Bench]) -> list[tuple[str, str, str, str, str]]:
                     if peer and not name.startswith("agentsview")
                     else "",
                     ">= 1x agentsview (goal 2x)" if not name.startswith("agentsview") else "",
+                )
+            )
+        if whole.get("archive"):
+            per_mb, added = whole["archive"]
+            rows.append(
+                (
+                    "the archive: MB per transcript MB; what it adds to the whole import",
+                    f"{per_mb:.2f}; {added:+.2f} s",
+                    "the same import with BRANCHBOARD_ARCHIVE=0",
+                    "",
+                    "reported",
                 )
             )
         if whole["first_page"] is not None:
