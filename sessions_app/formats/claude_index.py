@@ -30,7 +30,7 @@ from . import (
     TITLE,
     ParsedRecord,
 )
-from .claude import BOOKKEEPING_TYPES, user_kind
+from .claude_records import BOOKKEEPING_TYPES, user_kind
 from .common import (
     ID_LIMIT,
     MESSAGE_ID_LIMIT,

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from .agent import ToolOutcome
-from .claude import content_blocks, image_of
+from .claude_records import content_blocks, image_of
 
 
 def tool_results(data: dict[str, Any]) -> list[ToolOutcome]:
