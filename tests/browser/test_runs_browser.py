@@ -1,4 +1,4 @@
-"""Carry on in the browser with the real `claude` and `qwen` CLIs against the loopback fake model.
+"""Carry on in the browser with the real `claude`, `qwen` and `codex` CLIs and a fake model.
 
 The live server starts the CLI the way a user's dashboard would: the server's own
 environment (here pointed at the fake model and a throwaway HOME), the session's
@@ -15,11 +15,18 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from sessions_app.models import AuditEntry, Run, Session
-from tests.compat.clis import CliHome, claude_env, qwen_env
+from sessions_app.services.importing import sessions_import
+from tests.compat.clis import CODEX_MODEL, CliHome, claude_env, codex_env, codex_home, qwen_env
+from tests.compat.conftest import codex_cli  # noqa: F401 (the real codex)
 from tests.compat.fake_model import FakeModel
 from tests.compat.test_fork_compat import Agent
 
 pytestmark = [pytest.mark.compat]
+
+CODEX_FIXTURES = Path(__file__).parent.parent / "fixtures" / "cli" / "codex" / "sessions"
+# Three turns the real codex 0.169 recorded (tests/fixtures/cli/codex/README.md).
+CODEX_THREE_TURNS = "01a21760-a9c0-7191-881d-5cbb883febdf"
+CODEX_PROMPTS = ["RUN: ls -1", "PATCH: notes.txt :: first note", "thanks, that is all"]
 
 
 @pytest.fixture(params=["claude", "qwen"])
@@ -155,3 +162,75 @@ def test_a_run_that_fails_shows_the_clis_own_words(
     kept = Path(run.message.rsplit("kept in ", 1)[1].rstrip("."))
     assert b"beta two" in kept.read_bytes()
     expect(page.locator("#session-counts")).to_contain_text("1 ·")
+
+
+@pytest.fixture
+def codex_session(
+    codex_cli: Path,  # noqa: F811 (the fixture imported above)
+    fake_model: FakeModel,
+    cli_home: CliHome,
+    monkeypatch,
+    settings,
+    transactional_db: None,
+) -> Path:
+    """A Codex fixture in a throwaway CODEX_HOME's sessions tree, imported; its rollout file.
+
+    The copy names the throwaway project folder as its cwd (the recording's /tmp folder
+    is gone), so the page offers a run there; codex is set up as a user would have it:
+    `config.toml` points the built-in provider at the loopback fake model.
+    """
+    home = codex_home(cli_home.home)
+    sessions = home / "sessions"
+    (source,) = CODEX_FIXTURES.rglob(f"rollout-*-{CODEX_THREE_TURNS}.jsonl")
+    recorded = orjson.loads(source.read_bytes().splitlines()[0])["payload"]["cwd"]
+    copy = sessions / source.relative_to(CODEX_FIXTURES)
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(source.read_bytes().replace(recorded.encode(), str(cli_home.cwd).encode()))
+    # What the harness passes as -c/--disable, in the user's config file instead.
+    (home / "config.toml").write_text(
+        f'openai_base_url = "{fake_model.openai_url}"\n'
+        "[analytics]\nenabled = false\n"
+        "[features]\nplugins = false\nremote_plugin = false\napps = false\n"
+    )
+    for name, value in codex_env(cli_home.home, fake_model).items():
+        monkeypatch.setenv(name, value)
+    settings.RUN_COMMANDS = {"codex": str(codex_cli)}
+    settings.SESSION_ROOTS = [sessions]
+    settings.RUN_STOP_GRACE = 3
+    settings.BRANCHBOARD_BUSY_SECONDS = 0
+    report = sessions_import(roots=[sessions])
+    assert not report.errors, report.errors
+    return copy
+
+
+def test_a_codex_session_carried_on_from_the_page_resumes_by_id_and_the_answer_streams_in(
+    page: Page, live_server, codex_session: Path, fake_model: FakeModel, cli_home: CliHome
+) -> None:
+    page.goto(f"{live_server.url}/sessions/{CODEX_THREE_TURNS}/")
+    expect(page.locator("#session-counts")).to_contain_text("3 ·")
+    expect(page.locator("#run-form")).to_contain_text("Carry on with Codex CLI")
+
+    page.locator("#run-form input[name=model]").fill(CODEX_MODEL)
+    send(page, "beta two", mode="plan")
+    expect(page.locator("#turns")).to_contain_text("reply to: beta two", timeout=90_000)
+    expect(page.locator("#session-counts")).to_contain_text("4 ·")
+    expect(page.locator("#run-status .run-state")).to_have_text("finished", timeout=30_000)
+
+    run = Run.objects.get()
+    assert run.exit_status == 0 and run.mode == "plan" and run.model == CODEX_MODEL, run.message
+    # Found by its id: `exec resume <id>`, and codex appended to the copy, no new rollout.
+    assert run.command[1:4] == ["exec", "resume", CODEX_THREE_TURNS]
+    sessions = codex_home(cli_home.home) / "sessions"
+    assert list(sessions.rglob("*.jsonl")) == [codex_session]
+    assert b"reply to: beta two" in codex_session.read_bytes()
+    # The plan mode as Codex's sandbox and approval flags, shown on the run.
+    shown = page.locator("#run-status .run-command")
+    for flag in ('sandbox_mode="read-only"', 'approval_policy="never"', "-m gpt-5.5"):
+        expect(shown).to_contain_text(flag)
+    assert 'sandbox_mode="read-only"' in run.command and 'approval_policy="never"' in run.command
+    assert "--dangerously-bypass-approvals-and-sandbox" not in run.command
+    assert "<prompt, 8 characters>" in run.command and "beta two" not in run.command
+    assert AuditEntry.objects.filter(action="run", session_id=CODEX_THREE_TURNS).exists()
+    # Codex sent the session's three prompts and the new one, and nothing left the machine.
+    assert fake_model.main_requests()[-1].prompts == [*CODEX_PROMPTS, "beta two"]
+    assert not fake_model.egress_attempts
