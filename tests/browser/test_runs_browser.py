@@ -141,7 +141,8 @@ def test_a_run_that_fails_shows_the_clis_own_words(
     # A CLI that is not installed: refused with what to do, nothing started.
     settings.RUN_COMMANDS = {agent.name: "/nonexistent/cli"}
     send(page, "beta two")
-    expect(page.locator("#run-panel .action-error")).to_contain_text(
+    # The server's refusal (the form's own #run-refusal slot stays hidden and empty).
+    expect(page.locator("#run-panel > .action-error")).to_contain_text(
         "/nonexistent/cli: no such command"
     )
     assert not Run.objects.exists()
