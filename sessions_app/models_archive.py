@@ -24,3 +24,29 @@ class ArchivePiece(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id}@{self.start}+{self.length}"
+
+
+class ArchivedFile(models.Model):
+    """A whole file that belongs to a session besides its lines (a file-history backup),
+    zstd-compressed with the SHA-256 of its raw bytes; stored once, as such files never change."""
+
+    class Kind(models.TextChoices):
+        FILE_HISTORY = "file-history", "file-history backup"
+
+    session = models.ForeignKey(
+        "sessions_app.Session", on_delete=models.CASCADE, related_name="archived_files"
+    )
+    kind = models.CharField(max_length=32, choices=Kind)
+    name = models.CharField(max_length=255)  # the file's name in its folder, never a path
+    length = models.BigIntegerField()  # raw bytes
+    mode = models.PositiveIntegerField(default=0o600)  # permission bits as found
+    data = models.BinaryField()  # zstd frame
+    digest = models.CharField(max_length=64)  # sha256 hex of the raw bytes
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "kind", "name"], name="unique_archived_file")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}/{self.kind}/{self.name}"

@@ -45,6 +45,11 @@ class Backup:
 State = dict[str, Backup | None]
 
 
+def backup_name_valid(name: str) -> bool:
+    """Whether `name` is a plain backup name (never a path), as the checkpoint records say."""
+    return bool(_BACKUP_NAME_RE.fullmatch(name))
+
+
 def _backup(value: Any) -> Backup | None:
     """A `trackedFileBackups` entry read defensively; None when it makes no sense."""
     if not isinstance(value, dict):

@@ -8,6 +8,8 @@ earlier pieces go, as no index row names their bytes any more. So the pieces of 
 session always hold exactly the bytes its records were indexed from, 0 to
 `bytes_imported`.
 
+A session's file-history backups are kept whole beside its pieces (`archive_files`).
+
 `session_open` is the one reader of a session's bytes: its file while there is one,
 else the archive (`ArchiveReader`, seekable). A piece whose bytes do not match its
 digest raises `ArchiveCorrupt` and is never served.
@@ -28,6 +30,7 @@ from django.db import DatabaseError
 from django.db.models import F, Max, Sum
 
 from ..models import ArchivePiece, Session
+from ..models_archive import ArchivedFile
 from .roots import open_regular
 
 if sys.version_info >= (3, 14):
@@ -138,22 +141,31 @@ def archive_ends() -> dict[int, int]:
 
 @dataclass
 class ArchiveSize:
-    """What the archive holds: raw bytes of the files, bytes stored, sessions."""
+    """What the archive holds: raw bytes of the files, bytes stored, sessions, whole files."""
 
     raw: int
     stored: int
     sessions: int
+    files: int = 0  # whole files kept besides the session files (file-history backups)
 
 
 def archive_size() -> ArchiveSize:
-    """The archive's size, for the usage page."""
+    """The archive's size, for the usage page: session files and file-history backups."""
     from django.db.models import Count
     from django.db.models.functions import Length
 
     totals = ArchivePiece.objects.aggregate(
         raw=Sum("length"), stored=Sum(Length("data")), sessions=Count("session", distinct=True)
     )
-    return ArchiveSize(int(totals["raw"] or 0), int(totals["stored"] or 0), totals["sessions"])
+    files = ArchivedFile.objects.aggregate(
+        raw=Sum("length"), stored=Sum(Length("data")), files=Count("pk")
+    )
+    return ArchiveSize(
+        int(totals["raw"] or 0) + int(files["raw"] or 0),
+        int(totals["stored"] or 0) + int(files["stored"] or 0),
+        totals["sessions"],
+        files["files"],
+    )
 
 
 class ArchiveReader(io.RawIOBase):

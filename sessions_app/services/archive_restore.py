@@ -4,18 +4,24 @@ The file is created exclusively (`O_CREAT|O_EXCL`, mode 0600, no link followed),
 written from pieces each checked against its digest, fsynced, and read back against
 the digests before it counts as restored; anything already at the path refuses it. The
 session row then takes the new file's state, so the next import finds it unchanged.
-The session's subagent transcripts the archive holds come back with it.
+The session's subagent transcripts the archive holds come back with it, and its
+file-history backups that are missing from the CLI's folder (each checked against its
+digest; one that is there with other bytes is reported and left alone).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from django.db import transaction
 
+from ..formats.file_history import backup_name_valid
 from ..models import Session
+from ..models_archive import ArchivedFile
 from .archive import ArchiveError, ArchiveReader, archive_covers, digest, piece_bytes
+from .archive_files import archived_file_bytes, file_history_folder
 from .branching.errors import SourceChanged
 from .roots import UnsafePath, check_inside
 
@@ -24,8 +30,17 @@ class RestoreRefused(SourceChanged):
     """The session cannot be restored; the message says why (409). Nothing was written."""
 
 
-def session_restore(*, session: Session) -> list[Path]:
-    """Write the session's file (and its subagent files that are gone) back from the archive.
+class Restored(list[Path]):
+    """The files a restore wrote; `problems`: file backups it did not write, and why."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.problems: list[str] = []
+
+
+def session_restore(*, session: Session) -> Restored:
+    """Write the session's file (and its subagent files and file backups that are gone)
+    back from the archive.
 
     Returns the files written. Raises `RestoreRefused` when a file is there already,
     the archive does not hold the session whole, or a piece is corrupted.
@@ -38,14 +53,98 @@ def session_restore(*, session: Session) -> list[Path]:
         raise RestoreRefused(
             f"the archive does not hold session {session.session_id} whole; nothing was written"
         )
-    written = [_restore_file(session)]
+    written = Restored()
+    written.append(_restore_file(session))
     subagents = Session.objects.filter(
         is_subagent=True, owner_session_id=session.session_id, project=session.project
     )
     for sub in subagents:
         if not os.path.lexists(sub.path) and archive_covers(sub):
             written.append(_restore_file(sub))
+    _restore_file_history(session, written)
     return written
+
+
+def _restore_file_history(session: Session, written: Restored) -> None:
+    """Each archived file-history backup missing from the CLI's folder, written back."""
+    rows = ArchivedFile.objects.filter(
+        session=session, kind=ArchivedFile.Kind.FILE_HISTORY
+    ).order_by("name")
+    folder = file_history_folder(session)
+    if folder is None or not rows.exists():
+        return
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not os.path.lexists(folder):
+            os.mkdir(folder, 0o700)
+        # Never through a link: the folder is opened as itself and each backup under it.
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        written.problems.append(f"{folder}: file backups not restored ({exc.strerror or exc})")
+        return
+    try:
+        for row in rows.iterator(chunk_size=20):
+            path = _restore_backup(row, folder, dir_fd, written.problems)
+            if path is not None:
+                written.append(path)
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _restore_backup(
+    row: ArchivedFile, folder: Path, dir_fd: int, problems: list[str]
+) -> Path | None:
+    """One backup written exclusively and read back; None when it is there or cannot be."""
+    path = folder / row.name
+    if not backup_name_valid(row.name):
+        problems.append(f"{path}: not a backup's name; not restored")
+        return None
+    try:
+        raw = archived_file_bytes(row)
+    except ArchiveError as exc:
+        problems.append(f"{path}: not restored: {exc.strerror}")
+        return None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(row.name, flags, 0o600, dir_fd=dir_fd)
+    except FileExistsError:
+        if _holds(row, dir_fd) is not True:
+            problems.append(f"{path}: another file is there; left alone (never overwritten)")
+        return None
+    except OSError as exc:
+        problems.append(f"{path}: not restored ({exc.strerror})")
+        return None
+    try:
+        # The owner's execute bit is all a worktree restore takes from a backup's mode.
+        if row.mode & stat.S_IXUSR:
+            os.fchmod(fd, 0o700)
+        with os.fdopen(fd, "wb") as out:
+            out.write(raw)
+            out.flush()
+            os.fsync(out.fileno())
+        if _holds(row, dir_fd) is not True:
+            raise OSError(f"{path}: did not read back as archived")
+    except OSError as exc:
+        os.unlink(row.name, dir_fd=dir_fd)
+        problems.append(f"{path}: not restored ({exc}); removed it")
+        return None
+    return path
+
+
+def _holds(row: ArchivedFile, dir_fd: int) -> bool | None:
+    """Whether the regular file named `row.name` holds exactly the archived bytes."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(row.name, flags, dir_fd=dir_fd)
+    except OSError:
+        return None  # a link, or unreadable
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        os.set_blocking(fd, True)
+        raw = f.read(row.length + 1)
+    return len(raw) == row.length and digest(raw) == row.digest
 
 
 def _restore_file(session: Session) -> Path:

@@ -11,7 +11,9 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from ...models import Session
+from ...models_archive import ArchivedFile
 from ..archive import archive_enabled, archive_ends, archive_extend
+from ..archive_files import archive_file_history, history_folder
 from ..discovery import SessionFile
 from ..roots import UnsafePath, open_regular, resolve_root
 from .report import ImportReport
@@ -38,6 +40,20 @@ def archive_keep(
         report.errors.append(f"{session.path}: not archived ({type(exc).__name__}: {exc})")
     else:
         report.archive_ends[session.pk] = now  # for a later read of the same file in the pass
+    history_keep(session, report)
+
+
+def history_keep(session: Session, report: ImportReport) -> None:
+    """Archive the session's file-history backups not held yet; problems are reported."""
+    try:
+        kept = archive_file_history(session=session)
+    except DatabaseError:
+        raise
+    except Exception as exc:  # the index stands without them
+        report.errors.append(f"{session.path}: file backups not archived ({exc})")
+        return
+    report.archived += kept.raw
+    report.errors += kept.problems
 
 
 class KeptFiles:
@@ -49,6 +65,8 @@ class KeptFiles:
         self.removed: dict[str, int] = {}  # path: row, of files marked gone
         self.present: list[tuple[int, str]] = []  # (row, path) of files not marked gone
         self.behind: dict[str, int] = {}  # path: row, of unchanged files not archived whole
+        # path: row, of sessions with file backups of which the archive holds none yet
+        self.history_behind: dict[str, tuple[int, Path]] = {}
 
     def add(self, pk: int, path: str, imported: int, removed: datetime | None) -> None:
         """One indexed file."""
@@ -59,7 +77,7 @@ class KeptFiles:
             self.removed[path] = pk
 
     def archive_state(self, report: ImportReport) -> None:
-        """Learn which files the archive is behind on (one query), for `catch_up`."""
+        """Learn which files (and file backups) the archive is behind on, for `catch_up`."""
         if not archive_enabled() or not self.imported:
             return
         ends = archive_ends()
@@ -70,12 +88,30 @@ class KeptFiles:
             for path, (pk, size) in self.imported.items()
             if size and ends.get(pk, 0) != size
         }
+        # Sessions imported before their backups were kept, or whose backups came after.
+        rows = (
+            Session.objects.filter(file_backups=True, file_removed_at=None)
+            .exclude(pk__in=ArchivedFile.objects.values("session_id"))
+            .values_list("pk", "path", "agent", "session_id", "project__root")
+        )
+        for pk, path, agent, session_id, root in rows:
+            folder = history_folder(agent, root, str(session_id))
+            if folder is not None and path in self.imported:
+                self.history_behind[path] = (pk, folder)
 
     def catch_up(self, source: SessionFile, report: ImportReport) -> None:
         """Archive the unchanged file `source` if its archive is behind its index
-        (imported before the archive was kept, or while it was off)."""
+        (imported before the archive was kept, or while it was off), and its file backups
+        if the archive holds none of them."""
+        history = self.history_behind.pop(str(source.path), None)
         pk = self.behind.pop(str(source.path), None)
         if pk is None:
+            # Most sessions with checkpoint records have no backups: a look, no query.
+            if history is not None and os.path.isdir(history[1]):
+                with transaction.atomic():
+                    session = Session.objects.select_for_update().filter(pk=history[0]).first()
+                    if session is not None:
+                        history_keep(session, report)
             return
         try:
             f = open_regular(source.path, root=source.root)
