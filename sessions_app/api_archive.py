@@ -19,4 +19,5 @@ def session_restore_view(request: ApiRequest, session: Session) -> HttpResponse:
     audit_record(actor=actor, action="restore", session=session, result=None, turn=None)
     body = session_json(session)
     body["restored"] = [str(p) for p in written]
+    body["not_restored"] = written.problems
     return JsonResponse(body)

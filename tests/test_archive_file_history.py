@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import stat
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.test import override_settings
 
 from sessions_app.models import Session
@@ -213,3 +215,16 @@ def test_an_unchanged_session_whose_backups_are_not_held_gets_them_on_the_next_p
     report = sessions_import(roots=[root])
     assert report.skipped == 1 and not report.errors, report
     assert set(_archived(story.session)) == BACKUPS
+
+
+def test_the_command_says_which_backups_it_did_not_restore(root: Path, repo: Path) -> None:
+    story = Story(root, repo)
+    Path(story.session.path).unlink()
+    (story.history / "aaaa@v1").write_bytes(b"someone else's\n")
+    sessions_import(roots=[root])
+    out, err = io.StringIO(), io.StringIO()
+
+    call_command("restore_session", str(story.session.session_id), stdout=out, stderr=err)
+
+    assert "restored: " in out.getvalue()
+    assert "not restored: " in err.getvalue() and "aaaa@v1" in err.getvalue()

@@ -37,9 +37,12 @@ class Command(BaseCommand):
         )
         info = session_summary(session)
         info["restored"] = [str(p) for p in written]
+        info["not_restored"] = written.problems
         if options["json"]:
             self.stdout.write(orjson.dumps(info).decode())
             return
         for path in written:
             self.stdout.write(f"restored: {path}")
+        for problem in written.problems:
+            self.stderr.write(f"not restored: {problem}")
         self.stdout.write(f"resume: {info['resume_command']}")
