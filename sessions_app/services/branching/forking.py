@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from django.db import transaction
-from django.utils import timezone
 
 from ...formats import agent_for
 from ...formats.shape import FORK
 from ...formats.writing import moved_cwd, relocate
 from ...models import Project, Session
 from ..files import NewFile, new_file
-from ..importing import projects_refresh
 from ..roots import UnsafePath, check_inside
 from .copying import base_fields, intended_prompts, write_kept
 from .deriving import count_tokens, insert_rows, new_session_row
@@ -26,11 +23,17 @@ from .errors import (
     TargetExists,
     WriteCheckFailed,
 )
-from .guards import check_paths, check_readable, check_turn, check_unchanged, own_write
+from .guards import check_paths, check_readable, check_turn, check_unchanged
 from .kept import Unproven, Written
 from .prefixing import fork_prefix
 from .readback import ReadBack, read_back
-from .registering import Expected, index_written, session_file_of, times_from_rows
+from .registering import (
+    Expected,
+    fork_put_in_place,
+    index_written,
+    session_file_of,
+    times_from_rows,
+)
 from .reviving import revived_branch
 from .titles import title_line, unique_title
 
@@ -154,15 +157,9 @@ def fork(
                         line = title_line(session, new_id, again, last_uuid, base)
                         _retitle(session, temp, sum(written.length), line, new_id, found)
                     new = _register(session, temp, target, new_id, written, found, cut, prompts)
-                    new.parent, new.kind = session, kind
                     # A branch brought back split after its `split` turn, 0 included.
-                    new.fork_turn = turn if revived is not None else (turn or cut)
-                    temp.link()
-                    new.own_write = own_write(os.lstat(target))
-                    # Made now, whatever the records it copied say (a CLI branch's did).
-                    new.made_at = timezone.now()
-                    new.save(update_fields=["parent", "kind", "fork_turn", "own_write", "made_at"])
-                    projects_refresh(project_ids={session.project_id, new.project_id})
+                    split = turn if revived is not None else (turn or cut)
+                    fork_put_in_place(session, new, temp, target, kind=kind, fork_turn=split)
             except BaseException:
                 if temp.linked:
                     target.unlink(missing_ok=True)

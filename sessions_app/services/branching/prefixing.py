@@ -9,23 +9,20 @@ temporary file and checked (turns, prompts, ids, chain) before it is linked into
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
 from django.db import transaction
-from django.utils import timezone
 
 from ...formats import PROMPT, agent_for
 from ...formats.agent import PrefixFork
 from ...models import Project, Session
 from ..files import new_file
-from ..importing import projects_refresh
 from ..roots import UnsafePath, check_inside
 from .copying import read_records
 from .errors import BranchingUnsupported, InvalidTurn, OutsideRoots, StaleIndex, TargetExists
-from .guards import check_unchanged, own_write
-from .registering import Expected, index_written, session_file_of
+from .guards import check_unchanged
+from .registering import Expected, fork_put_in_place, index_written, session_file_of
 
 
 def prefix_end(session: Session, cut: int, opening: frozenset[tuple[str, str]]) -> int:
@@ -121,12 +118,7 @@ def fork_prefix(
                             turns=cut, prompts=prompts, whole_chain=not session.abandoned
                         ),
                     )
-                    new.parent, new.kind, new.fork_turn = session, kind, fork_turn
-                    temp.link()
-                    new.own_write = own_write(os.lstat(target))
-                    new.made_at = timezone.now()
-                    new.save(update_fields=["parent", "kind", "fork_turn", "own_write", "made_at"])
-                    projects_refresh(project_ids={session.project_id, new.project_id})
+                    fork_put_in_place(session, new, temp, target, kind=kind, fork_turn=fork_turn)
             except BaseException:
                 if temp.linked:
                     target.unlink(missing_ok=True)

@@ -10,15 +10,19 @@ anything.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.db.models import Max, Min
+from django.utils import timezone
 
 from ...models import Session
 from ..discovery import SessionFile
+from ..files import NewFile
 from ..importing import ImportReport, projects_refresh, session_file_index
 from .errors import BranchError, WriteCheckFailed
+from .guards import own_write
 
 
 @dataclass(frozen=True)
@@ -98,3 +102,24 @@ def reindex(session: Session, *, full: bool = False) -> Session:
         raise BranchError("; ".join(report.errors) or f"could not re-import {session.path}")
     projects_refresh(project_ids=[session.project_id])
     return indexed.session
+
+
+def fork_put_in_place(
+    session: Session,
+    new: Session,
+    temp: NewFile,
+    target: Path,
+    *,
+    kind: str,
+    fork_turn: int | None,
+) -> None:
+    """Link a registered fork's checked file where the CLI looks, and say where it came from.
+
+    Made now, by the dashboard, whatever the records it copied say (a CLI branch's did).
+    """
+    new.parent, new.kind, new.fork_turn = session, kind, fork_turn
+    temp.link()
+    new.own_write = own_write(os.lstat(target))
+    new.made_at = timezone.now()
+    new.save(update_fields=["parent", "kind", "fork_turn", "own_write", "made_at"])
+    projects_refresh(project_ids={session.project_id, new.project_id})
