@@ -274,3 +274,28 @@ def test_discover_path_finds_what_discover_finds(corpus_roots: list[Path], corpu
             left.update(misnamed_here)
         assert files and one_by_one == set(files), root
         assert said == set(problems) and left == set(misnamed), root
+
+
+def test_a_tick_asks_the_archive_about_the_named_files_only(
+    watched: tuple[Watcher, list[Path]],
+) -> None:
+    """The tick's cost must not grow with the corpus: no query over every session's archive."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    watcher, (one, *_others) = watched
+    _append_turn(one, "the quobbling change")
+
+    with CaptureQueriesContext(connection) as queries:
+        watcher.tick(one, at=watcher.clock.now + 5)
+
+    archive = [q["sql"] for q in queries if "archivepiece" in q["sql"].lower()]
+    ends = [sql for sql in archive if "MAX(" in sql.upper()]
+    assert ends, "the tick did not look at the archive's ends"
+    assert all("IN (" in sql.upper() for sql in ends), ends
+    backups = [
+        q["sql"]
+        for q in queries
+        if "archivedfile" in q["sql"].lower() and "file_backups" in q["sql"]
+    ]
+    assert all("IN (" in sql.upper() for sql in backups), backups

@@ -110,7 +110,7 @@ def sessions_import(
     ):
         known[path] = (size, mtime, inode)
         kept.add(pk, path, imported, removed)
-    kept.archive_state(report)
+    kept.archive_state(report, named=named is not None)
     touched: set[int] = set()
     counted_at = time.monotonic()
     for source in found:
