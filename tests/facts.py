@@ -38,6 +38,35 @@ CODEX_TURNS = {
     "synthetic/codex/sessions/2026/01/15/rollout-2026-01-15T10-00-00-0199aa00-1111-7222-8333-944455556666.jsonl": 2,
 }
 
+# The typed prompts of each whole-history Codex rollout, by turn (the fixtures' READMEs):
+# (folder under tests/fixtures, prompts). The synthetic one is no file codex 0.169 resumes.
+CODEX_PROMPTS = {
+    "01a21760-a9c0-7191-881d-5cbb883febdf": (
+        "cli/codex/sessions",
+        ["RUN: ls -1", "PATCH: notes.txt :: first note", "thanks, that is all"],
+    ),
+    "01a21760-ac42-7d62-8bb2-5e68454e4bcc": (
+        "cli/codex/sessions",
+        ["hello before an interrupt", "STALL: count to a million", "after the interrupt"],
+    ),
+    "01a21766-d893-7641-a0b8-5e71d683dc54": (
+        "cli/codex/sessions",
+        ["first prompt", "second prompt", "third prompt, to be rolled back"],
+    ),
+    "01a21766-de59-75e3-9552-c2130690b4b1": (
+        "cli/codex/sessions",
+        ["before compaction one", "RUN: echo two", "after compaction"],
+    ),
+    "0199aa00-1111-7222-8333-944455556666": (
+        "synthetic/codex/sessions",
+        ["first question about <b>apples</b>", "second question, asked again"],
+    ),
+}
+# Those the real codex resumes from their own file (compat tests).
+CODEX_RESUMABLE = {
+    sid: prompts for sid, (folder, prompts) in CODEX_PROMPTS.items() if folder.startswith("cli/")
+}
+
 SUBAGENT_FILES = {
     "cli/claude/-home-dev-code-agents/04fa9149-8141-4f34-8bc2-f6d11b8fa354/subagents/agent-a0751b2961eeab05e.jsonl": "04fa9149-8141-4f34-8bc2-f6d11b8fa354",
     "public/claude/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/agent-a4ca7529859c158c2.jsonl": "ef958aa1-0e93-49f0-bb71-150f63befcd1",

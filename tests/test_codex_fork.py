@@ -20,6 +20,7 @@ from sessions_app.services.branching import (
 )
 from sessions_app.services.importing import sessions_import
 
+from .facts import CODEX_PROMPTS
 from .index_check import fresh_import_facts, index_facts
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,28 +29,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CLI = FIXTURES / "cli/codex/sessions"
 SYNTHETIC = FIXTURES / "synthetic/codex/sessions"
 # Every Codex fixture a copy of its own file can carry on, with its prompts by turn.
-FORKABLE = {
-    "01a21760-a9c0-7191-881d-5cbb883febdf": (
-        CLI,
-        ["RUN: ls -1", "PATCH: notes.txt :: first note", "thanks, that is all"],
-    ),
-    "01a21760-ac42-7d62-8bb2-5e68454e4bcc": (
-        CLI,
-        ["hello before an interrupt", "STALL: count to a million", "after the interrupt"],
-    ),
-    "01a21766-d893-7641-a0b8-5e71d683dc54": (
-        CLI,
-        ["first prompt", "second prompt", "third prompt, to be rolled back"],
-    ),
-    "01a21766-de59-75e3-9552-c2130690b4b1": (
-        CLI,
-        ["before compaction one", "RUN: echo two", "after compaction"],
-    ),
-    "0199aa00-1111-7222-8333-944455556666": (
-        SYNTHETIC,
-        ["first question about <b>apples</b>", "second question, asked again"],
-    ),
-}
+FORKABLE = {sid: (FIXTURES / folder, prompts) for sid, (folder, prompts) in CODEX_PROMPTS.items()}
 # Files that continue history kept in another file (`history_base`): a copy would lose it.
 CONTINUATIONS = ["01a21760-ae74-71f1-9af0-3a9c6ff18f96", "01a21766-dc52-7f20-bfbb-04c2731abefd"]
 # (session, turn, include the turn): every fork and edit & fork each session offers.

@@ -24,6 +24,7 @@ from sessions_app.services.branching import (
 )
 from sessions_app.services.importing import sessions_import
 
+from .facts import CODEX_PROMPTS
 from .index_check import fresh_import_facts, index_facts
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,28 +33,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CLI = FIXTURES / "cli/codex/sessions"
 SYNTHETIC = FIXTURES / "synthetic/codex/sessions"
 # Every Codex fixture whose file is its whole history, with its prompts by turn.
-REWINDABLE = {
-    "01a21760-a9c0-7191-881d-5cbb883febdf": (
-        CLI,
-        ["RUN: ls -1", "PATCH: notes.txt :: first note", "thanks, that is all"],
-    ),
-    "01a21760-ac42-7d62-8bb2-5e68454e4bcc": (
-        CLI,
-        ["hello before an interrupt", "STALL: count to a million", "after the interrupt"],
-    ),
-    "01a21766-d893-7641-a0b8-5e71d683dc54": (
-        CLI,
-        ["first prompt", "second prompt", "third prompt, to be rolled back"],
-    ),
-    "01a21766-de59-75e3-9552-c2130690b4b1": (
-        CLI,
-        ["before compaction one", "RUN: echo two", "after compaction"],
-    ),
-    "0199aa00-1111-7222-8333-944455556666": (
-        SYNTHETIC,
-        ["first question about <b>apples</b>", "second question, asked again"],
-    ),
-}
+REWINDABLE = {sid: (FIXTURES / folder, prompts) for sid, (folder, prompts) in CODEX_PROMPTS.items()}
 REWINDS = [
     (sid, turn)
     for sid, (_, prompts) in sorted(REWINDABLE.items())

@@ -25,6 +25,12 @@ from .searching import SearchReport, search_refresh
 from .usage import UsageReport, usage_refresh
 
 logger = logging.getLogger("branchboard.importer")
+# What catches up with the records after an import, in this order, with the phase the
+# progress banner names: the one list the passes, the ticks and the command go through.
+CATCH_UP: list[tuple[str, Callable[..., SearchReport | UsageReport]]] = [
+    (ImportStatus.SEARCH, search_refresh),
+    (ImportStatus.USAGE, usage_refresh),
+]
 # A failed pass (a database lock held too long, a bad file) is tried again after
 # FIRST_DELAY seconds, then twice as long each time, never longer than MAX_DELAY.
 FIRST_DELAY, MAX_DELAY = 1.0, 60.0
@@ -126,11 +132,7 @@ def import_pass(roots: list[Path], reported: set[str] | None = None) -> bool:
     if report.sessions or report.subagents or report.errors or report.left_out:
         logger.info(report.summary())
     # An appended line is searchable, and counted, after the pass that imported it.
-    refreshes: list[tuple[str, Callable[..., SearchReport | UsageReport]]] = [
-        (ImportStatus.SEARCH, search_refresh),
-        (ImportStatus.USAGE, usage_refresh),
-    ]
-    for phase, refresh in refreshes:
+    for phase, refresh in CATCH_UP:
         try:
             done = refresh(progress=functools.partial(tracker.catch_up, phase))
         except Exception as exc:
@@ -165,7 +167,7 @@ def _import_paths(roots: list[Path], paths: list[Path], reported: set[str]) -> b
         logger.info("%s: %s", _named(paths), report.summary())
     if not report.session_pks:
         return not report.errors
-    for refresh in (search_refresh, usage_refresh):
+    for _, refresh in CATCH_UP:
         try:
             done = refresh(session_ids=report.session_pks)
         except Exception as exc:
@@ -183,8 +185,8 @@ def _named(paths: list[Path]) -> str:
 
 def catch_up(tracker: ImportTracker) -> Iterator[SearchReport | UsageReport]:
     """Bring search, then usage, up to date with the records, telling `tracker`; then end it."""
-    yield search_refresh(progress=lambda n, total: tracker.catch_up(ImportStatus.SEARCH, n, total))
-    yield usage_refresh(progress=lambda n, total: tracker.catch_up(ImportStatus.USAGE, n, total))
+    for phase, refresh in CATCH_UP:
+        yield refresh(progress=functools.partial(tracker.catch_up, phase))
     tracker.end()
 
 

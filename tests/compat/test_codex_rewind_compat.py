@@ -15,33 +15,13 @@ from sessions_app.services.branching import session_rewind, session_rewind_undo
 from sessions_app.services.importing import sessions_import
 from tests.compat.clis import CliHome, codex_home, run_codex
 from tests.compat.fake_model import FakeModel
+from tests.facts import CODEX_RESUMABLE
 
 pytestmark = [pytest.mark.compat, pytest.mark.django_db(transaction=True)]
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "cli" / "codex" / "sessions"
 # Every Codex fixture whose own file is its whole history, with its prompts by turn.
-REWINDABLE = {
-    "01a21760-a9c0-7191-881d-5cbb883febdf": [
-        "RUN: ls -1",
-        "PATCH: notes.txt :: first note",
-        "thanks, that is all",
-    ],
-    "01a21760-ac42-7d62-8bb2-5e68454e4bcc": [
-        "hello before an interrupt",
-        "STALL: count to a million",
-        "after the interrupt",
-    ],
-    "01a21766-d893-7641-a0b8-5e71d683dc54": [
-        "first prompt",
-        "second prompt",
-        "third prompt, to be rolled back",
-    ],
-    "01a21766-de59-75e3-9552-c2130690b4b1": [
-        "before compaction one",
-        "RUN: echo two",
-        "after compaction",
-    ],
-}
+REWINDABLE = CODEX_RESUMABLE
 REWINDS = [
     (sid, turn)
     for sid, prompts in sorted(REWINDABLE.items())
