@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sessions_app.services.git import Changes
+from sessions_app.services.searching import SearchReport
 from sessions_app.services.usage import UsageReport
 from sessions_app.services.worktrees.removing import Removal
 
@@ -31,3 +32,12 @@ def test_a_kept_worktree_branch_counts_its_commits_in_words() -> None:
         "kept its branch worktree-x: 3 commits on it are on no other branch or remote"
     )
     assert "(s)" not in said(1) + said(3)
+
+
+def test_the_search_summary_counts_in_words() -> None:
+    assert SearchReport(sessions=1, stored=1, linked=1).summary() == (
+        "search: 1 session indexed, 1 text stored, 1 copied record linked, 0 problems"
+    )
+    assert SearchReport(sessions=2, stored=3, errors=["x"]).summary() == (
+        "search: 2 sessions indexed, 3 texts stored, 0 copied records linked, 1 problem"
+    )

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F
+from django.template.defaultfilters import pluralize
 
 from ...models import SearchText, Session
 from ..import_status import CatchUp
@@ -39,9 +40,13 @@ class SearchReport:
     errors: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
+        """E.g. "search: 1 session indexed, 12 texts stored, 0 copied records linked, ..."."""
+        n = len(self.errors)
         return (
-            f"search: {self.sessions} session(s) indexed, {self.stored} text(s) stored, "
-            f"{self.linked} copied record(s) linked, {len(self.errors)} problem(s)"
+            f"search: {self.sessions} session{pluralize(self.sessions)} indexed, "
+            f"{self.stored} text{pluralize(self.stored)} stored, "
+            f"{self.linked} copied record{pluralize(self.linked)} linked, "
+            f"{n} problem{pluralize(n)}"
         )
 
 
