@@ -101,6 +101,12 @@ class RecordReader:
         return raw
 
 
+class Out(Protocol):
+    """Where copied lines go: a binary file, or anything that writes bytes like one."""
+
+    def write(self, data: bytes | bytearray, /) -> int: ...
+
+
 class LineLog(Protocol):
     """Takes note of each line written: its source row, and the length and CRC-32 written."""
 
@@ -109,7 +115,7 @@ class LineLog(Protocol):
 
 def write_kept(
     session: Session,
-    out: BinaryIO,
+    out: Out,
     *,
     cut: int,
     mode: str,

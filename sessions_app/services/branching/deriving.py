@@ -21,7 +21,7 @@ from django.utils import timezone
 from ...formats import collapse
 from ...formats.markup import title_text
 from ...models import TITLE_LIMIT, Record, Session
-from ..archive import archive_written
+from ..archive import PieceMaker, archive_made, archive_written
 from ..import_plan import HEAD_BYTES, digest
 from ..importing import RECORD_COLUMNS
 from .kept import Written
@@ -116,9 +116,16 @@ def _insert_title(cursor, new: Session, written: Written, found: ReadBack) -> No
 
 
 def new_session_row(
-    source: Session, *, path: Path, new_id: str, written: Written, found: ReadBack
+    source: Session,
+    *,
+    path: Path,
+    new_id: str,
+    written: Written,
+    found: ReadBack,
+    maker: PieceMaker | None = None,
 ) -> Session:
-    """The new session's row, as a fresh import of the file would write it (saved)."""
+    """The new session's row, as a fresh import of the file would write it (saved), and its
+    archive (from the pieces `maker` made of the kept lines as they were written, if any)."""
     st = os.lstat(path)
     nodes, analysis = found.nodes, found.analysis
     title = found.title_record
@@ -158,7 +165,8 @@ def new_session_row(
         imported_at=timezone.now(),
     )
     new.save()
-    archive_written(session=new, path=path)
+    if maker is None or not archive_made(session=new, maker=maker, tail=found.title_line):
+        archive_written(session=new, path=path)
     return new
 
 

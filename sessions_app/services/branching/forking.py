@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import BinaryIO
 
 from django.db import transaction
 
@@ -12,6 +13,7 @@ from ...formats import agent_for
 from ...formats.shape import FORK
 from ...formats.writing import moved_cwd, relocate
 from ...models import Project, Session
+from ..archive import PieceMaker
 from ..files import NewFile, new_file
 from ..roots import UnsafePath, check_inside
 from .copying import base_fields, intended_prompts, write_kept
@@ -118,11 +120,14 @@ def fork(
     chosen = unique_title(session, title)
     written = Written(off_branch=revived is not None)
     try:
-        with new_file(target) as temp:
+        with new_file(target) as temp, PieceMaker() as maker:
             # No database lock is held while the file is streamed, fsynced and read back.
+            # The archive's pieces of the kept lines are made meanwhile, in a thread (a
+            # fork elsewhere is indexed, and archived, by a full import).
+            out = temp.out if elsewhere is not None else _Teed(temp.out, maker)
             last_uuid = write_kept(
                 session,
-                temp.out,
+                out,
                 cut=cut,
                 mode=FORK,
                 new_id=new_id,
@@ -156,7 +161,9 @@ def fork(
                         # file's last, is written again with the next free one.
                         line = title_line(session, new_id, again, last_uuid, base)
                         _retitle(session, temp, sum(written.length), line, new_id, found)
-                    new = _register(session, temp, target, new_id, written, found, cut, prompts)
+                    new = _register(
+                        session, temp, target, new_id, written, found, cut, prompts, maker
+                    )
                     # A branch brought back split after its `split` turn, 0 included.
                     split = turn if revived is not None else (turn or cut)
                     fork_put_in_place(session, new, temp, target, kind=kind, fork_turn=split)
@@ -178,6 +185,7 @@ def _register(
     found: ReadBack | None,
     cut: int,
     prompts: list[str],
+    maker: PieceMaker,
 ) -> Session:
     """The new session's index: derived from the source's, or (unproven) a full import."""
     if found is None:
@@ -188,7 +196,9 @@ def _register(
         if folder is not None and folder != Path(session.project.folder):
             source = replace(source, project_folder=folder)
         return index_written(source=source, temp=temp.path, expected=expected)
-    new = new_session_row(session, path=temp.path, new_id=new_id, written=written, found=found)
+    new = new_session_row(
+        session, path=temp.path, new_id=new_id, written=written, found=found, maker=maker
+    )
     new.path = str(target)
     new.save(update_fields=["path"])
     insert_rows(session, new, written, found)
@@ -196,6 +206,17 @@ def _register(
     if found.plain:
         times_from_rows(new)
     return new
+
+
+class _Teed:
+    """The temporary file, whose every block also goes to the archive's piece maker."""
+
+    def __init__(self, out: BinaryIO, maker: PieceMaker) -> None:
+        self.out, self.maker = out, maker
+
+    def write(self, data: bytes | bytearray) -> int:
+        self.maker.add(data)
+        return self.out.write(data)
 
 
 def _folder_for(session: Session, elsewhere: Elsewhere) -> Path:
