@@ -172,6 +172,14 @@ MODEL_PRICES = env_prices("BRANCHBOARD_MODEL_PRICES")
 ARCHIVE = env_bool("BRANCHBOARD_ARCHIVE", True)
 # Behind TLS (team server): secure cookies and HSTS.
 BEHIND_TLS = env_bool("BRANCHBOARD_TLS", False)
+# A team hub (services.hub): the largest session file it takes, and the largest raw
+# chunk of one push request (bytes).
+HUB_MAX_FILE = env_int("BRANCHBOARD_HUB_MAX_FILE", 8 << 30)
+HUB_MAX_CHUNK = env_int("BRANCHBOARD_HUB_MAX_CHUNK", 32 << 20)
+# What this machine pushes to a hub: the projects (their folders, shell patterns) that
+# may go, none unless said ("*" for all), and those that never go, whatever else says.
+HUB_PROJECTS = env_list("BRANCHBOARD_HUB_PROJECTS", [], sep=os.pathsep)
+HUB_EXCLUDE = env_list("BRANCHBOARD_HUB_EXCLUDE", [], sep=os.pathsep)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

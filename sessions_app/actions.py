@@ -64,7 +64,7 @@ def _failed(
         context = {"error": error, "session": session, "retry": fields if retry else None}
         return render(request, template, context, status=status_of(error))
     messages.error(request, str(error))
-    return redirect(reverse("sessions:session_detail", args=[session.session_id]))
+    return redirect(reverse("sessions:session_detail", args=[session.ref]))
 
 
 @require_POST
@@ -106,7 +106,7 @@ def fork(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     )
     if forked.restored is not None:
         messages.info(request, forked.restored.describe())
-    url = reverse("sessions:session_detail", args=[new.session_id])
+    url = reverse("sessions:session_detail", args=[new.ref])
     if not asked.include_turn:
         url += "?edit=1"
     elif can_run(request.user):
@@ -144,7 +144,7 @@ def rewind(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     audit_record(actor=actor, action="rewind", session=rewound, result=None, turn=turn)
     kept = f" The old history is kept in session {backup}." if backup else ""
     messages.success(request, f"Rewound to turn {turn}: {_turns(rewound.turn_count)} now.{kept}")
-    return _done(request, reverse("sessions:session_detail", args=[rewound.session_id]))
+    return _done(request, reverse("sessions:session_detail", args=[rewound.ref]))
 
 
 @require_POST
@@ -159,7 +159,7 @@ def rewind_undo(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse
     actor = actor_of_request(request, origin=PAGE)
     audit_record(actor=actor, action="rewind_undo", session=restored, result=None, turn=None)
     messages.success(request, f"Rewind undone: {_turns(restored.turn_count)} again.")
-    return _done(request, reverse("sessions:session_detail", args=[restored.session_id]))
+    return _done(request, reverse("sessions:session_detail", args=[restored.ref]))
 
 
 @require_POST
@@ -176,7 +176,7 @@ def restore(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     messages.success(request, f"Restored to disk: {written[0]} (resume it in its CLI again).")
     for problem in written.problems:
         messages.warning(request, f"Not restored: {problem}")
-    return _done(request, reverse("sessions:session_detail", args=[session.session_id]))
+    return _done(request, reverse("sessions:session_detail", args=[session.ref]))
 
 
 @require_POST

@@ -14,3 +14,10 @@ class SessionsAppConfig(AppConfig):
 
         # SQLite makes its files with the umask's mode; the data folder's are private.
         connection_created.connect(sqlite_files_private, dispatch_uid="sqlite_files_private")
+
+        from django.urls import register_converter
+
+        from .session_refs import SessionRefConverter
+
+        # `<sref:session_id>`: a session's id, or `user@machine/<id>` on a team hub.
+        register_converter(SessionRefConverter, "sref")

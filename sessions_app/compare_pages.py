@@ -13,6 +13,7 @@ from .pricing import bundled_source
 from .selectors.branches import Branch, abandoned_branch
 from .selectors.compare import compare
 from .selectors.worktrees import worktrees_diff
+from .session_refs import REF_RE
 from .views import LEAF_RE, session_or_404
 
 
@@ -47,8 +48,7 @@ def compare_page(request: HttpRequest, session_id: uuid.UUID, other_id: uuid.UUI
 @require_safe
 def compare_pick(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """The lineage page's "compare these two" form: `?a=<id>&b=<id>` to the compare page."""
-    try:
-        a, b = uuid.UUID(request.GET.get("a", "")), uuid.UUID(request.GET.get("b", ""))
-    except ValueError:
-        raise Http404("pick two sessions") from None
+    a, b = request.GET.get("a", ""), request.GET.get("b", "")
+    if not (REF_RE.match(a) and REF_RE.match(b)):
+        raise Http404("pick two sessions")
     return redirect("sessions:compare", session_id=a, other_id=b)

@@ -173,7 +173,7 @@ def _node(session: Session, x: int, y: int, *, current: bool) -> str:
         '<a href="{}" class="{}"><rect x="{}" y="{}" width="{}" height="{}" rx="6"/>'
         '<text x="{}" y="{}" class="title">{}</text>'
         '<text x="{}" y="{}" class="meta">{}</text><title>{}</title></a>',
-        reverse("sessions:session_detail", args=[session.session_id]),
+        reverse("sessions:session_detail", args=[session.ref]),
         "node current" if current else f"node {session.kind or 'original'}",
         x,
         y,

@@ -8,6 +8,7 @@ from django.db.models.functions import Coalesce, Greatest
 
 from .conversation import Node
 from .formats import AGENT_LABELS, Agent, agent_for
+from .session_refs import session_ref
 
 TITLE_LIMIT = 300  # a session's title, in the database and in the title record we write
 
@@ -19,6 +20,9 @@ class Project(models.Model):
     folder = models.CharField(max_length=4096, unique=True)  # absolute path on disk
     root = models.CharField(max_length=4096)  # the session root it was found under
     path = models.CharField(max_length=4096, blank=True)  # the real cwd, from records
+    # On a team hub, the machine and user whose pushes hold it (`user@machine`);
+    # "" for the sessions on this machine's own disk.
+    namespace = models.CharField(max_length=130, blank=True, default="", db_index=True)
     session_count = models.PositiveIntegerField(default=0)
     last_activity = models.DateTimeField(null=True, blank=True)
 
@@ -67,6 +71,9 @@ class Session(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sessions")
     session_id = models.UUIDField(db_index=True)
+    # Its project's namespace (`Project.namespace`), kept here for lookups by id: the
+    # same id pushed from two machines is two sessions, each found by (namespace, id).
+    namespace = models.CharField(max_length=130, blank=True, default="")
     path = models.CharField(max_length=4096, unique=True)
     agent = models.CharField(max_length=16, choices=AGENT_LABELS)
 
@@ -139,7 +146,9 @@ class Session(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["session_id"], condition=Q(is_subagent=False), name="unique_session_id"
+                fields=["session_id", "namespace"],
+                condition=Q(is_subagent=False),
+                name="unique_session_id",
             )
         ]
         permissions = [
@@ -165,6 +174,11 @@ class Session(models.Model):
 
     def __str__(self) -> str:
         return self.title or str(self.session_id)
+
+    @property
+    def ref(self) -> str:
+        """How URLs and commands name it: its id, after its namespace on a hub."""
+        return session_ref(self.namespace, self.session_id)
 
     @property
     def agent_profile(self) -> Agent:
@@ -262,6 +276,7 @@ class Record(models.Model):
 # Models that live in modules of their own; importing them here registers them.
 from .models_access import ApiToken, AuditEntry  # noqa: E402
 from .models_archive import ArchivePiece  # noqa: E402
+from .models_hub import HubFile, HubNamespace  # noqa: E402
 from .models_import import ImportStatus  # noqa: E402
 from .models_runs import Run  # noqa: E402
 from .models_search import SearchText  # noqa: E402
@@ -272,6 +287,8 @@ __all__ = [
     "ApiToken",
     "ArchivePiece",
     "AuditEntry",
+    "HubFile",
+    "HubNamespace",
     "ImportStatus",
     "Project",
     "Record",

@@ -61,7 +61,7 @@ def _panel(
     if error:
         # The refusal and the form as it was sent, to correct and send again.
         return render(request, "sessions_app/run_refused.html", context, status=status)
-    return redirect(reverse("sessions:session_detail", args=[session.session_id]) + "#run")
+    return redirect(reverse("sessions:session_detail", args=[session.ref]) + "#run")
 
 
 @require_POST

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import uuid
 from datetime import date
 from urllib.parse import urlencode
 
@@ -18,6 +17,7 @@ from .formats import REGISTRY
 from .models import Project, Session
 from .selectors.family import AGENT_ID_RE, agent_id_of
 from .selectors.search import Hit, SearchQuery, SearchResults, search
+from .session_refs import REF_RE, session_ref
 from .transcript.limits import PAGE_LIMITS
 
 PROJECT_NUMBER = re.compile(r"[0-9]{1,19}")
@@ -52,13 +52,11 @@ def search_query(params: QueryDict) -> SearchQuery:
     query.everything = params.get("all", "") in ("1", "on", "true")
     session = params.get("session", "")
     if session:
-        try:
-            sid = uuid.UUID(session)
-        except ValueError:
-            raise BadSearch(f"session: {session!r} is not a session id") from None
-        found = selectors.listed_session(sid)
+        if not REF_RE.match(session):
+            raise BadSearch(f"session: {session!r} is not a session id")
+        found = selectors.listed_session(session)
         if found is None:
-            raise BadSearch(f"session: no session {sid}")
+            raise BadSearch(f"session: no session {session}")
         query.session = found.pk
     return query
 
@@ -69,10 +67,12 @@ def session_url(session: Session) -> str:
     if session.is_subagent:
         agent_id = agent_id_of(session)
         if session.owner_session_id and AGENT_ID_RE.match(agent_id):
-            return reverse("sessions:subagent", args=[session.owner_session_id, agent_id])
+            owner = session_ref(session.namespace, session.owner_session_id)
+            return reverse("sessions:subagent", args=[owner, agent_id])
         if session.owner_session_id:
-            return reverse("sessions:session_detail", args=[session.owner_session_id])
-    return reverse("sessions:session_detail", args=[session.session_id])
+            owner = session_ref(session.namespace, session.owner_session_id)
+            return reverse("sessions:session_detail", args=[owner])
+    return reverse("sessions:session_detail", args=[session.ref])
 
 
 def hit_url(session: Session, hit: Hit, q: str) -> str:

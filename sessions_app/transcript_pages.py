@@ -140,7 +140,7 @@ def _live_tail(
     query = f"lines={session.line_count}&after={after}&from={begin[0]}&skip={begin[1]}"
     if show_all:
         query += "&all=1"
-    return {"url": reverse("sessions:session_live", args=[session.session_id]) + "?" + query}
+    return {"url": reverse("sessions:session_live", args=[session.ref]) + "?" + query}
 
 
 @require_safe

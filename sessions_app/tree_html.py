@@ -32,8 +32,8 @@ def _card(node: TreeNode, current: Session) -> SafeString:
         branch, owner = node.abandoned or {}, node.owner
         assert owner is not None
         prompt = str(branch.get("prompt") or "")
-        url = reverse("sessions:session_detail", args=[owner.session_id])
-        against = reverse("sessions:compare", args=[owner.session_id, owner.session_id])
+        url = reverse("sessions:session_detail", args=[owner.ref])
+        against = reverse("sessions:compare", args=[owner.ref, owner.ref])
         leaf = quote(str(branch.get("leaf_uuid") or ""), safe="")
         # It replaced turn `at_turn` of the active branch: they share the turns before it.
         at_turn = branch.get("at_turn")
@@ -61,14 +61,14 @@ def _card(node: TreeNode, current: Session) -> SafeString:
     compare = (
         format_html(
             ' <a class="compare-parent meta" href="{}">compare with parent</a>',
-            reverse("sessions:compare", args=[node.parent_sid, s.session_id]),
+            reverse("sessions:compare", args=[node.parent_sid, s.ref]),
         )
         if node.parent_sid
         else ""
     )
     return format_html(
         '<a href="{}" class="tree-title">{}</a>{} <span class="meta">{} · {}{}{}{}{}</span>{}',
-        reverse("sessions:session_detail", args=[s.session_id]),
+        reverse("sessions:session_detail", args=[s.ref]),
         s.title or str(s.session_id),
         mark_safe(' <span class="badge">this session</span>') if s.pk == current.pk else "",
         kind,

@@ -201,7 +201,7 @@ def test_openapi_describes_every_api_route_and_response(client, imported: Path, 
             for sub in pattern.url_patterns:
                 if sub.name == "not_found":  # the JSON 404 for every other path
                     continue
-                route = "/api/" + str(sub.pattern).replace("<uuid:session_id>", "{session_id}")
+                route = "/api/" + str(sub.pattern).replace("<sref:session_id>", "{session_id}")
                 if not route.endswith(".json"):
                     routes.add(route)
     assert routes == set(spec["paths"])

@@ -17,6 +17,7 @@ from django.db.models import (
 )
 
 from ..models import Project, Record, Session
+from ..session_refs import BadRef, ref_parse
 from .session_pages import SESSION_SORTS
 
 
@@ -48,19 +49,23 @@ def undone_backups(project: Project) -> int:
     return backups.filter(undone_rewind()).count()
 
 
+def _by_ref(ref: uuid.UUID | str) -> QuerySet[Session]:
+    """The listed session a ref names (`<id>`, or `user@machine/<id>` on a hub)."""
+    try:
+        namespace, session_id = ref_parse(str(ref))
+    except BadRef:
+        return Session.objects.none()
+    return Session.objects.listed().filter(namespace=namespace, session_id=session_id)
+
+
 def listed_session(session_id: uuid.UUID | str) -> Session | None:
-    """The listed session (not a subagent transcript) with this id, or None."""
-    return (
-        Session.objects.listed()
-        .select_related("project", "parent")
-        .filter(session_id=session_id)
-        .first()
-    )
+    """The listed session (not a subagent transcript) with this ref, or None."""
+    return _by_ref(session_id).select_related("project", "parent").first()
 
 
 def session_lines(session_id: uuid.UUID | str) -> int | None:
     """How many lines of the session are imported (one small query), or None if unknown."""
-    found = Session.objects.listed().filter(session_id=session_id).values_list("line_count")
+    found = _by_ref(session_id).values_list("line_count")
     row = found.first()
     return row[0] if row else None
 

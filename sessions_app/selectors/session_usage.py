@@ -186,7 +186,7 @@ class FamilyMember:
     session: Session
     own: Totals  # what was spent in this session after it split from its parent
     inherited: int  # messages it holds that an ancestor holds too
-    parent_session_id: str | None = None  # its parent's id, when the parent is in the family
+    parent_session_id: str | None = None  # its parent's ref, when the parent is in the family
 
 
 @dataclass
@@ -235,7 +235,7 @@ def family_usage(sessions: dict[int, Session]) -> FamilyUsage:
                 counted.add(key)
                 total.add(model, day, long, counts_n)
         parent = sessions.get(session.parent_id) if session.parent_id else None
-        parent_id = str(parent.session_id) if parent is not None else None
+        parent_id = parent.ref if parent is not None else None
         members.append(FamilyMember(session, own, inherited, parent_id))
     return FamilyUsage(members, total)
 

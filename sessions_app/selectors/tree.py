@@ -29,7 +29,7 @@ class TreeNode:
     made: datetime | None = None
     abandoned: dict | None = None  # at_turn, turns, leaf_uuid, prompt
     owner: Session | None = None  # the session whose file holds an abandoned branch
-    parent_sid: str = ""  # its parent's session id (for "compare with parent")
+    parent_sid: str = ""  # its parent's ref (for "compare with parent")
     children: list[TreeNode] = field(default_factory=list)
 
     @property
@@ -102,7 +102,7 @@ def family_tree(current: Session, usage: FamilyUsage | None = None) -> FamilyTre
         if above is None:
             continue
         node = _node(session, above.depth + 1, own)
-        node.parent_sid = str(sessions[session.parent_id].session_id)
+        node.parent_sid = sessions[session.parent_id].ref
         above.children.append(node)
         nodes[pk] = node
         count += 1

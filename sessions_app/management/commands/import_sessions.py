@@ -16,6 +16,7 @@ from django.db.migrations.executor import MigrationExecutor
 from tqdm import tqdm
 
 from sessions_app.data_folder import PrivateLogFile
+from sessions_app.services.hub.namespaces import hub_roots
 from sessions_app.services.import_status import ImportTracker
 from sessions_app.services.importing import ImportReport, sessions_import
 from sessions_app.services.watching import Rescan, Retry, catch_up, watch_pass, watch_tick
@@ -55,6 +56,8 @@ class Command(BaseCommand):
             roots = [r for r in settings.SESSION_ROOTS if r.exists()] or list(
                 settings.SESSION_ROOTS
             )
+            # On a team hub: the files machines pushed, each namespace's folders.
+            roots += hub_roots()
         if options["watch"]:
             self._watch(roots)
             return

@@ -22,8 +22,8 @@ import uuid  # noqa: F401 (tests replace uuid.uuid4 through this name)
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ...formats import is_session_id
 from ...models import Session
+from ...session_refs import BadRef, ref_parse
 from .errors import (
     BranchError,
     BranchingUnsupported,
@@ -32,6 +32,7 @@ from .errors import (
     InvalidTurn,
     NothingToUndo,
     OutsideRoots,
+    PushedReadOnly,
     SessionBusy,
     SourceChanged,
     StaleIndex,
@@ -45,6 +46,7 @@ from .guards import (
     check_can_branch,
     check_can_rewind,
     check_not_busy,
+    check_not_pushed,
     check_on_disk,
     check_paths,
     check_readable,
@@ -63,6 +65,7 @@ __all__ = [
     "InvalidTurn",
     "NothingToUndo",
     "OutsideRoots",
+    "PushedReadOnly",
     "SessionBusy",
     "SourceChanged",
     "TargetExists",
@@ -80,10 +83,13 @@ __all__ = [
 
 
 def session_lookup(*, ref: str) -> Session:
-    """The listed session with id `ref`; ids are UUIDs, nothing else."""
-    if not is_session_id(ref):
-        raise InvalidSessionId(f"{ref!r} is not a session id (a UUID)")
-    session = Session.objects.listed().filter(session_id=ref).select_related("project").first()
+    """The listed session `ref` names: its id (a UUID), or `user@machine/<id>` on a hub."""
+    try:
+        namespace, session_id = ref_parse(ref)
+    except BadRef:
+        raise InvalidSessionId(f"{ref!r} is not a session id (a UUID)") from None
+    sessions = Session.objects.listed().filter(namespace=namespace, session_id=session_id)
+    session = sessions.select_related("project").first()
     if session is None:
         raise UnknownSession(f"no session {ref}; import it first (manage.py import_sessions)")
     return session
@@ -130,6 +136,7 @@ def session_fork(
 
 def session_rewind_check(*, session: Session, turn: int) -> None:
     """The refusals a rewind to `turn` meets before it reads the file (its confirmation's)."""
+    check_not_pushed(session, "a rewind")
     check_paths(session)
     check_can_rewind(session)
     check_on_disk(session)
@@ -149,6 +156,7 @@ def session_rewind(*, session: Session, turn: int) -> Session:
 def session_rewind_undo(*, session: Session) -> Session:
     """Bring a rewound session back to exactly what it was before the rewind."""
     with refusing_on_stale(session):
+        check_not_pushed(session, "an undo")
         check_paths(session)
         check_can_rewind(session)
         check_on_disk(session)

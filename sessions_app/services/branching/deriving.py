@@ -136,6 +136,7 @@ def new_session_row(
     new = Session(
         project_id=source.project_id,
         session_id=new_id,
+        namespace=source.namespace,
         path=str(path),
         agent=source.agent,
         custom_title=custom,

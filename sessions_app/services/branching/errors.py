@@ -51,5 +51,9 @@ class WriteCheckFailed(BranchError):
     """A file the dashboard wrote did not read back as intended; nothing was replaced."""
 
 
+class PushedReadOnly(BranchError):
+    """A session a machine pushed to this hub: only actions that make new files are done."""
+
+
 class StaleIndex(Exception):
     """The bytes at an indexed offset are not the record the index names."""

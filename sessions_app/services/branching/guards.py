@@ -18,6 +18,7 @@ from .errors import (
     FileUnreadable,
     InvalidTurn,
     OutsideRoots,
+    PushedReadOnly,
     SessionBusy,
     SourceChanged,
     StaleIndex,
@@ -178,3 +179,15 @@ def check_not_busy(session: Session) -> None:
 
 def _has_tool_call(raw: bytes) -> bool:
     return b'"type":"tool_use"' in raw or b'"functionCall"' in raw
+
+
+def check_not_pushed(session: Session, action: str) -> None:
+    """Refuse `action` on a session a machine pushed to this hub: its file is the
+    machine's, kept byte for byte; only actions that make new files are done here."""
+    if session.namespace:
+        raise PushedReadOnly(
+            f"{action} is not done on the hub: session {session.session_id} belongs to "
+            f"{session.namespace}, whose file the hub keeps as pushed. Branch or fork it "
+            f"here (the new session goes back to {session.namespace.partition('@')[2]}), "
+            f"or {action} it on that machine."
+        )

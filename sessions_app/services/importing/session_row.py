@@ -16,6 +16,7 @@ from ...formats import INVALID, collapse, is_session_id
 from ...formats.markup import title_text
 from ...models import TITLE_LIMIT, Project, Session
 from ..discovery import SessionFile
+from ..hub.namespaces import namespace_of
 from ..import_plan import HEAD_BYTES, StoredState, digest
 from ..roots import UnsafePath, open_regular
 from .reading import FileReader
@@ -46,11 +47,11 @@ def new_session(source: SessionFile, known: dict[str, int]) -> Session:
     joins it once its transaction commits.
     """
     folder = str(source.project_folder)
+    namespace = namespace_of(source.root)
     project_id = known.get(folder)
     if project_id is None:
-        project, created = Project.objects.get_or_create(
-            folder=folder, defaults={"agent": source.agent, "root": str(source.root)}
-        )
+        defaults = {"agent": source.agent, "root": str(source.root), "namespace": namespace}
+        project, created = Project.objects.get_or_create(folder=folder, defaults=defaults)
         project_id = project.pk
         if created:
             transaction.on_commit(lambda: known.setdefault(folder, project.pk))
@@ -61,6 +62,7 @@ def new_session(source: SessionFile, known: dict[str, int]) -> Session:
         path=str(source.path),
         agent=source.agent,
         session_id=source.session_id or source.owner_session_id or "0" * 32,
+        namespace=namespace,
         is_subagent=source.is_subagent,
         owner_session_id=source.owner_session_id,
         cli_archived=source.archived,
@@ -209,7 +211,8 @@ def _write(
     elif reader.forked_from and session.parent_id is None and not session.kind:
         # A branch made inside the CLI (`/branch`) says where it came from.
         parent_id = _uuid_or_none(reader.forked_from)
-        parent = Session.objects.filter(session_id=parent_id).first() if parent_id else None
+        same = Session.objects.filter(namespace=session.namespace)
+        parent = same.filter(session_id=parent_id).first() if parent_id else None
         if parent is not None and parent.pk != session.pk:
             session.parent = parent
             session.kind = Session.Kind.BRANCH
@@ -260,7 +263,12 @@ def _subagent_name(path: Path, root: Path) -> str:
 def cli_branches_link(unlinked: list[tuple[int, str, int | None, datetime | None]]) -> None:
     """Link the CLI branches read before the session they came from, if it is imported now."""
     for pk, parent_id, copied_turns, made in unlinked:
-        parent = Session.objects.filter(session_id=parent_id).exclude(pk=pk).first()
+        namespace = Session.objects.filter(pk=pk).values_list("namespace", flat=True).first()
+        parent = (
+            Session.objects.filter(session_id=parent_id, namespace=namespace or "")
+            .exclude(pk=pk)
+            .first()
+        )
         if parent is None or _descends_from(parent.pk, pk):
             continue  # not among the files (yet), or a link that would close a circle
         fields: dict[str, object] = {

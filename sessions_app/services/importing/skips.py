@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ...models import Session, SkippedFile
 from ..discovery import SessionFile
+from ..hub.namespaces import namespace_of
 from .report import ImportReport
 
 FileState = tuple[int, int, int]  # size, mtime_ns, inode
@@ -34,7 +35,8 @@ class LeftOut:
         }
         self.seen: set[str] = set()
         # Loaded when a file not imported before shows up: an unchanged pass needs none.
-        self._owners: dict[uuid.UUID, str] | None = None
+        # By (namespace, id): on a hub, the same id from two machines is two sessions.
+        self._owners: dict[tuple[str, uuid.UUID], str] | None = None
 
     def misnamed(self, paths: Iterable[Path], report: ImportReport) -> None:
         """Say (once, until it changes) that each of `paths` is no session file."""
@@ -48,7 +50,7 @@ class LeftOut:
         path = str(source.path)
         if path in self.remembered and self._unchanged(path, report):
             return True
-        owner = self._owner(source.session_id)
+        owner = self._owner(source.session_id, namespace_of(source.root))
         if owner is None or owner == path:
             return False
         message = f"{path}: session id already imported from {owner}; skipped"
@@ -57,7 +59,8 @@ class LeftOut:
     def imported(self, session: Session) -> None:
         """`session` was imported from its file: a later file with its id is left out."""
         if self._owners is not None and not session.is_subagent:
-            self._owners.setdefault(_uuid(session.session_id), session.path)
+            key = (session.namespace, _uuid(session.session_id))
+            self._owners.setdefault(key, session.path)
         if session.path in self.remembered:  # left out before, a session now
             SkippedFile.objects.filter(path=session.path).delete()
             del self.remembered[session.path]
@@ -98,17 +101,17 @@ class LeftOut:
         report.skipped += 1
         return True
 
-    def _owner(self, session_id: str | None) -> str | None:
+    def _owner(self, session_id: str | None, namespace: str) -> str | None:
         if session_id is None:
             return None  # a subagent transcript: its id is its owner's
         if self._owners is None:
             self._owners = {
-                _uuid(sid): path
-                for sid, path in Session.objects.filter(is_subagent=False).values_list(
-                    "session_id", "path"
+                (namespace, _uuid(sid)): path
+                for sid, namespace, path in Session.objects.filter(is_subagent=False).values_list(
+                    "session_id", "namespace", "path"
                 )
             }
-        return self._owners.get(_uuid(session_id))
+        return self._owners.get((namespace, _uuid(session_id)))
 
 
 def _uuid(value: str | uuid.UUID) -> uuid.UUID:

@@ -37,6 +37,8 @@ from ...formats.running import BadRunInput, check_run_input, shown_command
 from ...models import Run, Session
 from ..audit import Actor
 from ..branching import BranchError, BranchingUnsupported, check_can_branch
+from ..branching.errors import PushedReadOnly
+from ..branching.guards import check_not_pushed
 from ..branching.registering import reindex
 from .following import follow
 from .process import alive, signal_group, spawn, start_time
@@ -85,7 +87,9 @@ def run_start(*, session: Session, prompt: str, mode: str, model: str, actor: Ac
         raise RunRefused(str(exc)) from None
     try:
         check_can_branch(session)
-    except BranchingUnsupported as exc:
+        # The hub never runs a CLI on a pushed session: its machine does.
+        check_not_pushed(session, "a run")
+    except (BranchingUnsupported, PushedReadOnly) as exc:
         raise RunRefused(str(exc)) from None
     agent = session.agent_profile
     if agent.run_args is None:

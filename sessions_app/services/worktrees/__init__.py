@@ -216,6 +216,11 @@ def fork_where_asked(
         raise WorktreeRefused(
             "a branch brought back goes on beside its source; fork it into a worktree after"
         )
+    if session.namespace:
+        raise WorktreeRefused(
+            f"a fork into a worktree is made on the machine that holds the repository "
+            f"({session.namespace}); on the hub, fork beside the session"
+        )
     made = worktree_fork(
         session=session,
         turn=asked.turn,

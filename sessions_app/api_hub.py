@@ -1,0 +1,211 @@
+"""The hub's end of `push_sessions` and `pull_sessions`: JSON and zstd behind bearer tokens.
+
+Pushing is its own permission (`push_sessions`), into the token owner's namespaces
+only; a hub that is not on loopback takes pushes over HTTPS alone. Every push, pull
+and refusal is written to the audit log with the namespace and the path.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from collections.abc import Callable, Iterator
+from functools import wraps
+
+import orjson
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from .api import ApiRequest, _authenticate, _error, allow
+from .models import HubNamespace, Session
+from .services.audit import API, actor_of_request, audit_record, client_address
+from .services.hub import receiving
+from .services.hub.namespaces import BadHubPath
+from .services.hub.receiving import PushRefused
+from .services.roots import open_regular
+
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:
+    from backports import zstd
+
+PUSH_PERMISSION = "sessions_app.push_sessions"
+MAX_PATHS = 5000  # paths in one state request
+
+
+def _loopback(request: HttpRequest) -> bool:
+    address = client_address(request) or ""
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def hub_endpoint(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Token, permission, TLS and namespace checks; a refusal is JSON, audited."""
+
+    @csrf_exempt
+    @login_not_required
+    @wraps(view)
+    def wrapped(request: ApiRequest) -> HttpResponse:
+        refused = _authenticate(request, write=False)
+        if refused is not None:
+            return refused
+        user = request.api_token.user
+        name = request.GET.get("namespace", "")
+        try:
+            if not request.is_secure() and not _loopback(request):
+                raise PushRefused("a hub takes pushes and pulls over HTTPS only")
+            if user is None or not user.is_active or not user.has_perm(PUSH_PERMISSION):
+                raise receiving.NotYours("this token's user may not push to this hub")
+            if view.__name__ == "whoami" and request.GET.get("who") == "1":
+                # hub_login asks whose token this is before it knows its namespace.
+                return JsonResponse({"user": user.get_username()})
+            namespace = receiving.namespace_for(user, name)
+            return view(request, namespace)
+        except (PushRefused, BadHubPath) as exc:
+            status = exc.status if isinstance(exc, PushRefused) else 400
+            _audit(request, "push-refused", name, str(exc))
+            return _error(status, str(exc))
+
+    return wrapped
+
+
+def _audit(request: ApiRequest, action: str, namespace: str, detail: str) -> None:
+    path = request.GET.get("path", "")
+    session = None
+    if path and namespace:
+        session = Session.objects.filter(
+            namespace=namespace, path__endswith="/" + path.rsplit("/", 1)[-1]
+        ).first()
+    audit_record(
+        actor=actor_of_request(request, origin=API),
+        action=action,
+        session=session,
+        result=None,
+        turn=None,
+        detail=f"{namespace} {path} {detail}".strip(),
+    )
+
+
+def _int(request: HttpRequest, name: str) -> int:
+    try:
+        value = int(request.GET.get(name, ""))
+    except ValueError:
+        raise PushRefused(f"{name}: a whole number is expected") from None
+    if value < 0:
+        raise PushRefused(f"{name}: must not be negative")
+    return value
+
+
+def _json(request: HttpRequest) -> dict:
+    try:
+        data = orjson.loads(request.body)
+    except orjson.JSONDecodeError:
+        raise PushRefused("the request body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise PushRefused("the request body must be a JSON object")
+    return data
+
+
+@allow("GET")
+@hub_endpoint
+def whoami(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
+    """GET /api/hub/whoami?namespace=user@machine: the token may push there."""
+    return JsonResponse({"namespace": namespace.name, "user": namespace.user.get_username()})
+
+
+@allow("POST")
+@hub_endpoint
+def state(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
+    """POST /api/hub/state?namespace=…, {"paths": [...]}: what the hub holds of each."""
+    paths = _json(request).get("paths")
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise PushRefused("paths: a list of strings is expected")
+    if len(paths) > MAX_PATHS:
+        raise PushRefused(f"paths: at most {MAX_PATHS} in one request")
+    return JsonResponse(
+        {"namespace": namespace.name, "files": receiving.files_state(namespace, paths)}
+    )
+
+
+@allow("POST")
+@hub_endpoint
+def chunk(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
+    """POST /api/hub/chunk?namespace&path&offset&length&sha256&head&tail&staged, zstd body."""
+    path = request.GET.get("path", "")
+    receiving.target_of(namespace, path)  # the path is refused before the body is read
+    length = _int(request, "length")
+    limit = receiving.max_chunk() + (1 << 16)
+    try:
+        sent = int(request.META.get("CONTENT_LENGTH") or -1)
+    except ValueError:
+        sent = -1
+    if sent < 0:
+        raise PushRefused("send the chunk with a Content-Length header")
+    if sent > limit:
+        raise receiving.TooLarge(f"a chunk is at most {limit} bytes on the wire, not {sent}")
+    raw = receiving.chunk_decode(
+        request.read(sent), length=length, sha256=request.GET.get("sha256", "")
+    )
+    size = receiving.chunk_receive(
+        namespace,
+        path,
+        raw=raw,
+        offset=_int(request, "offset"),
+        head=request.GET.get("head", ""),
+        tail=request.GET.get("tail", ""),
+        staged=request.GET.get("staged") == "1",
+    )
+    _audit(request, "push", namespace.name, f"{len(raw)} bytes at {size - len(raw)}")
+    return JsonResponse({"size": size})
+
+
+@allow("POST")
+@hub_endpoint
+def commit(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
+    """POST /api/hub/commit?namespace&path&size&sha256: the staged file in place, imported."""
+    path = request.GET.get("path", "")
+    session = receiving.commit(
+        namespace, path, size=_int(request, "size"), sha256=request.GET.get("sha256", "")
+    )
+    _audit(request, "push", namespace.name, f"whole file, {request.GET.get('size')} bytes")
+    return JsonResponse({"session_id": str(session.session_id) if session else None})
+
+
+@allow("GET")
+@hub_endpoint
+def pulls(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
+    """GET /api/hub/pulls?namespace=…: the files made on the hub that the machine takes back."""
+    return JsonResponse({"namespace": namespace.name, "files": receiving.pulls(namespace)})
+
+
+@allow("POST")
+@hub_endpoint
+def pulled(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
+    """POST /api/hub/pulled?namespace&path&size: the machine wrote that file; not offered again."""
+    receiving.pulled(namespace, request.GET.get("path", ""), _int(request, "size"))
+    _audit(request, "pulled", namespace.name, "")
+    return JsonResponse({"ok": True})
+
+
+@allow("GET")
+@hub_endpoint
+def file(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
+    """GET /api/hub/file?namespace&path: one of the namespace's files, zstd-compressed."""
+    path = request.GET.get("path", "")
+    target = receiving.file_for_pull(namespace, path)
+    root = receiving.target_of(namespace, path)[0]
+    f = open_regular(target, root=root)
+    _audit(request, "pull", namespace.name, "")
+
+    def compressed() -> Iterator[bytes]:
+        packer = zstd.ZstdCompressor(level=3)
+        with f:
+            while block := f.read(1 << 20):
+                yield packer.compress(block)
+        yield packer.flush()
+
+    response = StreamingHttpResponse(compressed(), content_type="application/zstd")
+    return response

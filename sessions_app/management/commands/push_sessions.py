@@ -1,0 +1,96 @@
+"""manage.py push_sessions: send this machine's sessions to its team hub (new bytes only)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from sessions_app.services.hub.client import Hub, HubError, login_load
+from sessions_app.services.hub.pulling import pull
+from sessions_app.services.hub.pushing import PushReport, push
+
+# --watch: a full pass this often (seconds), besides the files that changed, and a pull.
+FULL_PASS = 600.0
+PULL_EVERY = 30.0
+
+
+class Command(BaseCommand):
+    help = (
+        "Push the session files under this machine's roots to the hub hub_login named: new "
+        "files whole, grown ones by their new bytes. Only projects BRANCHBOARD_HUB_PROJECTS "
+        "lets go (minus BRANCHBOARD_HUB_EXCLUDE). --watch pushes shortly after a file "
+        "changes, and pulls the forks made for this machine on the hub."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--hub", help="the hub's address (default: the one logged in to)")
+        parser.add_argument("--watch", action="store_true", help="keep pushing as files change")
+        parser.add_argument(
+            "--dry-run", action="store_true", help="list what would go, send nothing"
+        )
+
+    def handle(self, *args: Any, hub: str | None, watch: bool, dry_run: bool, **o: Any) -> None:
+        if not settings.HUB_PROJECTS:
+            raise CommandError(
+                "no project may go yet: set BRANCHBOARD_HUB_PROJECTS to the project folders "
+                "(or shell patterns, ':'-separated) whose sessions go to the hub, '*' for all"
+            )
+        try:
+            remote = Hub(login_load(hub))
+            self._pass(remote, dry_run=dry_run)
+        except HubError as exc:
+            raise CommandError(str(exc)) from None
+        if watch and not dry_run:
+            self._watch(remote)
+
+    def _pass(self, hub: Hub, *, dry_run: bool, only: list[Path] | None = None) -> PushReport:
+        report = push(hub, dry_run=dry_run, only=only, said=self._said)
+        for what, path in report.planned:
+            self.stdout.write(f"would push: {path} ({what})")
+        for problem in report.problems:
+            self.stderr.write(f"not pushed: {problem}")
+        if only is None:
+            sent = len(report.sent_files)
+            self.stdout.write(
+                f"{'would push' if dry_run else 'pushed'} "
+                f"{len(report.planned) if dry_run else sent} file{'s' * (sent != 1)} "
+                f"to {hub.login.url} as {hub.login.namespace}: {report.bytes_sent:,} bytes "
+                f"({report.wire_bytes:,} on the wire); {report.up_to_date} up to date; "
+                f"{len(report.left_out)} left out by BRANCHBOARD_HUB_PROJECTS/EXCLUDE"
+            )
+        return report
+
+    def _said(self, line: str) -> None:
+        if self.verbosity > 1:
+            self.stdout.write(line)
+
+    def _watch(self, hub: Hub) -> None:
+        from watchfiles import watch
+
+        roots = [str(r) for r in settings.SESSION_ROOTS if Path(r).exists()]
+        if not roots:
+            raise CommandError("none of the session roots exists; nothing to watch")
+        self.stdout.write(f"watching {', '.join(roots)}; Ctrl-C stops")
+        full_at = pulled_at = time.monotonic()
+        for changes in watch(
+            *roots, debounce=300, step=100, rust_timeout=5000, yield_on_timeout=True
+        ):
+            try:
+                paths = [Path(p) for _, p in changes if p.endswith(".jsonl")]
+                if paths:
+                    self._pass(hub, dry_run=False, only=paths)
+                now = time.monotonic()
+                if now - full_at > FULL_PASS:
+                    self._pass(hub, dry_run=False)
+                    full_at = now
+                if now - pulled_at > PULL_EVERY:
+                    for written in pull(hub).written:
+                        self.stdout.write(f"pulled: {written}")
+                    pulled_at = now
+            except HubError as exc:
+                # The hub is away (a restart, the network): the next change or pass retries.
+                self.stderr.write(f"push: {exc}; retrying at the next change")

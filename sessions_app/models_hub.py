@@ -1,0 +1,42 @@
+"""A team hub's machines: who pushes into which namespace, and what each pushed."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class HubNamespace(models.Model):
+    """One machine of one user on a hub (`user@machine`): the sessions it pushed live
+    under their own folder of the hub, and only that user's tokens push into it."""
+
+    name = models.CharField(max_length=130, unique=True)  # user@machine
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    machine = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_push_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        permissions = [("push_sessions", "Can push a machine's sessions to the hub")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class HubFile(models.Model):
+    """A file a machine pushed, by its path under the machine's home (`.claude/projects/
+    <project>/<id>.jsonl`). A file of the namespace that is not here was made on the
+    hub (a fork): the machine pulls it."""
+
+    namespace = models.ForeignKey(HubNamespace, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(max_length=1024)
+    size = models.BigIntegerField(default=0)  # bytes the hub holds
+    pushed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "path"], name="unique_hub_file")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}:{self.path}"

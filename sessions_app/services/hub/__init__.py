@@ -1,0 +1,8 @@
+"""A team hub: machines push their session files to it, anyone branches them there,
+and the forks made there go back to the machine they belong to.
+
+- `namespaces`: where a namespace's files live on the hub, and which namespace a root is.
+- `receiving`: the hub's side of a push: proofs, chunks, atomic replacement, import.
+- `client`: the machine's side of the wire (HTTP, zstd, the token in the data folder).
+- `pushing`, `pulling`: what a machine sends, and the forks it takes back.
+"""

@@ -1,0 +1,167 @@
+"""A machine's side of the wire to its hub: the login kept in the data folder, and requests.
+
+`hub_login` keeps the hub's address, the namespace and the token in
+`<data folder>/hub.json` (0600, written whole or not at all). Requests go over HTTPS,
+or plain HTTP to a hub on loopback only, with the token as a bearer token.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from django.conf import settings
+
+from ...session_refs import is_namespace
+from ..files import replace_atomically
+
+LOGIN_FILE = "hub.json"
+TIMEOUT = 60.0
+
+
+class HubError(Exception):
+    """The hub could not be reached, or refused; the message says which and why."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Login:
+    url: str  # https://hub.example (no trailing slash)
+    namespace: str  # user@machine
+    token: str
+
+
+def login_path() -> Path:
+    return Path(settings.DATA_DIR) / LOGIN_FILE
+
+
+def machine_name() -> str:
+    """This machine's name for its namespace: its host name, in the characters allowed."""
+    name = socket.gethostname().split(".")[0]
+    cleaned = "".join(c if c.isalnum() or c in "._-" else "-" for c in name).strip(".-")
+    return cleaned[:64] or "machine"
+
+
+def check_url(url: str) -> str:
+    """The hub's base URL; plain HTTP is refused unless the hub is on loopback."""
+    parts = urllib.parse.urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise HubError(f"{url!r}: a hub's address is https://host[:port]")
+    if parts.scheme == "http" and not _loopback(parts.hostname):
+        raise HubError(
+            f"{url}: a hub off this machine is reached over HTTPS only "
+            "(the token and your sessions would cross the network in the clear)"
+        )
+    return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def login_save(login: Login) -> Path:
+    """Keep the login in the data folder, readable by its owner only."""
+    path = login_path()
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    data = orjson.dumps({"url": login.url, "namespace": login.namespace, "token": login.token})
+    if path.exists():
+        with replace_atomically(path, mode=0o600) as f:
+            f.write(data)
+    else:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            os.fsync(f.fileno())
+    return path
+
+
+def login_load(url: str | None = None) -> Login:
+    """The login `hub_login` kept; `url`, when given, must be its hub's."""
+    path = login_path()
+    try:
+        data = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise HubError(
+            f"not logged in to a hub: run manage.py hub_login {url or 'https://hub.example'}"
+        ) from None
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise HubError(f"{path}: cannot be read ({exc}); run manage.py hub_login again") from None
+    if os.stat(path).st_mode & 0o077:
+        raise HubError(f"{path} is readable by others: chmod 600 it, or run hub_login again")
+    login = Login(
+        str(data.get("url", "")), str(data.get("namespace", "")), str(data.get("token", ""))
+    )
+    if not is_namespace(login.namespace) or not login.token:
+        raise HubError(f"{path}: not a hub login; run manage.py hub_login again")
+    check_url(login.url)
+    if url is not None and check_url(url) != login.url:
+        raise HubError(f"logged in to {login.url}, not {url}: run manage.py hub_login {url}")
+    return login
+
+
+class Hub:
+    """Requests to one hub, as one namespace."""
+
+    def __init__(self, login: Login) -> None:
+        self.login = login
+        self.context = ssl.create_default_context(cafile=os.environ.get("BRANCHBOARD_HUB_CA"))
+
+    def call(
+        self,
+        method: str,
+        endpoint: str,
+        params: dict[str, Any] | None = None,
+        *,
+        body: bytes | None = None,
+        content_type: str = "application/json",
+    ) -> bytes:
+        query = urllib.parse.urlencode({"namespace": self.login.namespace, **(params or {})})
+        url = f"{self.login.url}/api/hub/{endpoint}?{query}"
+        # http or https only: `login_load` checked the address (`check_url`).
+        request = urllib.request.Request(url, data=body, method=method)  # noqa: S310
+        request.add_header("Authorization", f"Bearer {self.login.token}")
+        if body is not None:
+            request.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(  # noqa: S310 (see above)
+                request, timeout=TIMEOUT, context=self.context
+            ) as r:
+                return r.read()
+        except urllib.error.HTTPError as exc:
+            raise HubError(f"the hub refused: {_said(exc)}", exc.code) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise HubError(f"cannot reach the hub at {self.login.url}: {reason}") from None
+
+    def whoami_user(self) -> str:
+        """The user name the token belongs to, as the hub says it."""
+        return str(self.json("GET", "whoami", {"who": "1"})["user"])
+
+    def json(
+        self, method: str, endpoint: str, params: dict[str, Any] | None = None, **kw: Any
+    ) -> Any:
+        return orjson.loads(self.call(method, endpoint, params, **kw))
+
+
+def _said(exc: urllib.error.HTTPError) -> str:
+    try:
+        return str(orjson.loads(exc.read()).get("error") or exc.reason)
+    except (orjson.JSONDecodeError, AttributeError, OSError):
+        return f"{exc.code} {exc.reason}"

@@ -1,0 +1,86 @@
+"""Where a hub keeps each namespace's files, and which namespace a root belongs to.
+
+A namespace (`user@machine`) mirrors the part of the machine's home folder its CLIs
+keep sessions in: `<data folder>/hub/<user@machine>/.claude/projects/...`, so the
+importer finds them by the same rules as on the machine, and a fork made beside one
+lands where the machine's CLI will look for it once pulled.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+
+from django.conf import settings
+
+from ...formats import agents
+from ...session_refs import is_namespace
+
+
+class BadHubPath(ValueError):
+    """A pushed path that is not a session file under one of the CLIs' session folders."""
+
+
+def hub_folder() -> Path:
+    """Where a hub keeps the files machines push: `<data folder>/hub`."""
+    return Path(settings.DATA_DIR) / "hub"
+
+
+def namespace_folder(namespace: str) -> Path:
+    if not is_namespace(namespace):
+        raise BadHubPath(f"{namespace!r} is not a namespace (user@machine)")
+    return hub_folder() / namespace
+
+
+def root_folders() -> list[str]:
+    """The session folders a push may name, relative to a home: `.claude/projects`, ..."""
+    return [f"{a.home_folder}/{folder}" for a in agents() for folder in a.root_folders]
+
+
+def hub_roots() -> list[Path]:
+    """Every namespace's session folders on this hub (the ones that exist)."""
+    base = hub_folder()
+    if not base.is_dir():
+        return []
+    found = []
+    for entry in sorted(base.iterdir()):
+        if entry.is_dir() and not entry.is_symlink() and is_namespace(entry.name):
+            found.extend(entry / f for f in root_folders() if (entry / f).is_dir())
+    return found
+
+
+def namespace_of(root: Path | str) -> str:
+    """The namespace whose folder holds `root`; "" for a root of this machine's own."""
+    base = hub_folder()
+    try:
+        relative = Path(root).relative_to(base)
+    except ValueError:
+        try:
+            relative = Path(root).resolve().relative_to(base.resolve())
+        except (ValueError, OSError):
+            return ""
+    name = relative.parts[0] if relative.parts else ""
+    return name if is_namespace(name) else ""
+
+
+def hub_path_check(path: str) -> tuple[str, PurePosixPath]:
+    """(root folder, path under it) of a pushed path such as `.claude/projects/p/<id>.jsonl`.
+
+    Only a session file's shape under one of the CLIs' session folders is taken: no `..`,
+    no absolute path, no empty or hidden part below the root folder, a `.jsonl` name."""
+    if not path or "\\" in path or "\x00" in path or path.startswith("/"):
+        raise BadHubPath(f"{path!r}: a path relative to the machine's home is expected")
+    parts = PurePosixPath(path).parts
+    if any(p in ("", ".", "..") for p in parts):
+        raise BadHubPath(f"{path!r}: no '.' or '..' parts")
+    for root in root_folders():
+        depth = len(PurePosixPath(root).parts)
+        if "/".join(parts[:depth]) == root and len(parts) > depth:
+            rest = PurePosixPath(*parts[depth:])
+            if any(p.startswith(".") for p in rest.parts[:-1]) or rest.suffix != ".jsonl":
+                break
+            if len(path) > 1000:
+                break
+            return root, rest
+    raise BadHubPath(
+        f"{path!r}: not a session file under {', '.join(root_folders())} (relative to the home)"
+    )

@@ -1,0 +1,256 @@
+"""What a machine sends its hub: the session files under its roots, new bytes only.
+
+Each file is named on the hub by its path under the machine's home (`.claude/projects/
+<project>/<id>.jsonl`). For each, the hub says what it holds; then:
+- the same bytes: nothing goes;
+- a start of this file (same size and proof of its first bytes): the rest is appended;
+- anything else (new, or rewritten here): the file goes whole, staged, then committed.
+Chunks are cut at line ends, compressed, and each names its length and SHA-256, so a
+push cut off midway is continued by the next, and a repeated push sends nothing.
+
+Only the projects the user lets go leave (`BRANCHBOARD_HUB_PROJECTS`, minus
+`BRANCHBOARD_HUB_EXCLUDE`), and only session files: never a link, never a file
+outside the roots, never the CLIs' own settings or credentials.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import re
+import stat
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import orjson
+from django.conf import settings
+
+from ...formats import agents
+from ..discovery import RootError, SessionFile, discover
+from ..roots import open_regular
+from .client import Hub
+from .namespaces import hub_folder
+from .receiving import HEAD_PROOF, TAIL_PROOF, Held
+
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:
+    from backports import zstd
+
+CHUNK = 8 << 20  # raw bytes per request at most
+STATE_BATCH = 500
+CWD_RE = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(frozen=True)
+class Local:
+    """A session file of this machine, and its name on the hub."""
+
+    path: Path
+    root: Path
+    hub_path: str
+    project: str  # its project's folder (the cwd), for the include and exclude lists
+
+
+@dataclass
+class PushReport:
+    sent_files: list[str] = field(default_factory=list)
+    up_to_date: int = 0
+    bytes_sent: int = 0  # raw bytes
+    wire_bytes: int = 0  # compressed
+    left_out: list[str] = field(default_factory=list)  # by the include or exclude list
+    problems: list[str] = field(default_factory=list)
+    planned: list[tuple[str, str]] = field(default_factory=list)  # (what, path) on a dry run
+
+
+def root_key(root: Path) -> str | None:
+    """The name a configured root has on the hub (`.claude/projects`), None for a root
+    that is none of the CLIs' own session folders."""
+    real = root.resolve()
+    for agent in agents():
+        for folder in agent.root_folders:
+            default = agent.home(os.environ, Path.home()) / folder
+            if default.resolve() == real or (
+                real.name == folder and real.parent.name == agent.home_folder
+            ):
+                return f"{agent.home_folder}/{folder}"
+    return None
+
+
+def local_root(key: str) -> Path | None:
+    """Where this machine's CLI looks for the session folder named `key` on the hub."""
+    for agent in agents():
+        for folder in agent.root_folders:
+            if key == f"{agent.home_folder}/{folder}":
+                return agent.home(os.environ, Path.home()) / folder
+    return None
+
+
+def local_files(report: PushReport) -> list[Local]:
+    """This machine's session files that may go, by the include and exclude lists."""
+    found: list[Local] = []
+    hub = hub_folder().resolve()
+    for configured in settings.SESSION_ROOTS:
+        root = Path(configured)
+        if not root.exists() or root.resolve().is_relative_to(hub):
+            continue
+        key = root_key(root)
+        if key is None:
+            report.problems.append(f"{root}: not a CLI's own session folder; not pushed")
+            continue
+        try:
+            files, problems, _ = discover(root)
+        except RootError as exc:
+            report.problems.append(str(exc))
+            continue
+        report.problems.extend(problems)
+        for source in files:
+            local = _local(source, key)
+            if _may_go(local.project):
+                found.append(local)
+            else:
+                report.left_out.append(str(local.path))
+    return found
+
+
+def _local(source: SessionFile, key: str) -> Local:
+    relative = source.path.relative_to(source.root).as_posix()
+    return Local(source.path, source.root, f"{key}/{relative}", _project_of(source))
+
+
+def _project_of(source: SessionFile) -> str:
+    """The folder the session ran in, from the first `cwd` its file names."""
+    try:
+        with open_regular(source.path, root=source.root) as f:
+            head = f.read(1 << 16)
+    except OSError:
+        head = b""
+    if match := CWD_RE.search(head):
+        try:
+            return str(orjson.loads(b'"' + match.group(1) + b'"'))
+        except orjson.JSONDecodeError:
+            pass
+    return str(source.project_folder)
+
+
+def _may_go(project: str) -> bool:
+    def matches(patterns: Iterable[str]) -> bool:
+        return any(
+            fnmatch.fnmatchcase(project, p) or fnmatch.fnmatchcase(project, p.rstrip("/") + "/*")
+            for p in patterns
+        )
+
+    return matches(settings.HUB_PROJECTS) and not matches(settings.HUB_EXCLUDE)
+
+
+def local_proofs(f: BinaryIO, size: int) -> Held:
+    f.seek(0)
+    head = hashlib.sha256(f.read(min(size, HEAD_PROOF))).hexdigest()
+    start = max(0, size - TAIL_PROOF)
+    f.seek(start)
+    tail = hashlib.sha256(f.read(size - start)).hexdigest()
+    return Held(size, head, tail)
+
+
+def _held(entry: object) -> Held | None:
+    if not isinstance(entry, dict) or "size" not in entry:
+        return None
+    return Held(int(entry["size"]), str(entry.get("head", "")), str(entry.get("tail", "")))
+
+
+def push(
+    hub: Hub,
+    *,
+    dry_run: bool = False,
+    only: Iterable[Path] | None = None,
+    said: Callable[[str], None] = lambda _: None,
+) -> PushReport:
+    """Bring the hub up to date with this machine's session files (or those in `only`)."""
+    report = PushReport()
+    files = local_files(report)
+    if only is not None:
+        wanted = {Path(p) for p in only}
+        files = [f for f in files if f.path in wanted]
+    for start in range(0, len(files), STATE_BATCH):
+        batch = files[start : start + STATE_BATCH]
+        state = hub.json(
+            "POST", "state", body=orjson.dumps({"paths": [f.hub_path for f in batch]})
+        )["files"]
+        for local in batch:
+            try:
+                _push_file(hub, local, state.get(local.hub_path) or {}, report, dry_run, said)
+            except (OSError, ValueError) as exc:
+                report.problems.append(f"{local.path}: {exc}")
+    return report
+
+
+def _push_file(
+    hub: Hub,
+    local: Local,
+    entry: dict,
+    report: PushReport,
+    dry_run: bool,
+    said: Callable[[str], None],
+) -> None:
+    with open_regular(local.path, root=local.root) as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return
+        size = st.st_size  # what this pass sends; what is written after goes next time
+        held, staged = _held(entry), _held(entry.get("staging"))
+        if held is not None and held.size <= size and local_proofs(f, held.size) == held:
+            if held.size == size:
+                report.up_to_date += 1
+                return
+            what, offset, is_staged = f"append {size - held.size} bytes", held.size, False
+        elif staged is not None and staged.size <= size and local_proofs(f, staged.size) == staged:
+            what, offset, is_staged = "continue the whole file", staged.size, True
+        else:
+            what = "new" if held is None else "whole again (rewritten here)"
+            offset, is_staged = 0, True
+        if dry_run:
+            report.planned.append((what, local.hub_path))
+            return
+        said(f"{local.hub_path}: {what}")
+        whole = hashlib.sha256()
+        if is_staged and offset:
+            f.seek(0)
+            left = offset
+            while left:
+                block = f.read(min(left, 1 << 20))
+                if not block:
+                    raise ValueError("the file shrank while it was read")
+                whole.update(block)
+                left -= len(block)
+        at = offset
+        while at < size:
+            proof = local_proofs(f, at)
+            f.seek(at)
+            block = f.read(min(CHUNK, size - at))
+            if not block:
+                raise ValueError("the file shrank while it was read")
+            cut = block.rfind(b"\n") + 1 if at + len(block) < size else len(block)
+            block = block[: cut or len(block)]
+            packed = zstd.compress(block, level=3)
+            params = {
+                "path": local.hub_path,
+                "offset": at,
+                "length": len(block),
+                "sha256": hashlib.sha256(block).hexdigest(),
+                "head": proof.head,
+                "tail": proof.tail,
+                "staged": "1" if is_staged else "0",
+            }
+            hub.json("POST", "chunk", params, body=packed, content_type="application/zstd")
+            whole.update(block)
+            at += len(block)
+            report.bytes_sent += len(block)
+            report.wire_bytes += len(packed)
+        if is_staged:
+            params = {"path": local.hub_path, "size": size, "sha256": whole.hexdigest()}
+            hub.json("POST", "commit", params, body=b"")
+        report.sent_files.append(local.hub_path)

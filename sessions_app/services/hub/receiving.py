@@ -1,0 +1,340 @@
+"""The hub's side of a push: bytes in only with proof, every file whole or not at all.
+
+A machine pushes a session file in one of two ways:
+- **append**: the hub holds the file's first N bytes, and the machine proves it (the
+  SHA-256 of the first and of the last bytes of those N, the importer's "grown" proof);
+  the new bytes are appended, fsynced, and the file is imported from where it was.
+- **staged**: a new file, or one rewritten on the machine (a rewind, a compaction),
+  goes to a staging file beside it (a dot name the importer ignores), in chunks that
+  each prove the staging file's bytes so far; `commit` checks the whole file's size and
+  SHA-256, renames it over the old one in one step, and imports it.
+
+Each chunk names its raw length and SHA-256 and arrives zstd-compressed; a chunk
+whose bytes are not the ones announced is refused before anything is written. A
+dropped connection leaves a prefix the next push continues from. Only the owner's
+tokens push into a namespace (`user@machine`), and every push is audited.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import stat
+import sys
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from django.conf import settings
+from django.utils import timezone
+
+from ...models import HubFile, HubNamespace, Session
+from ...session_refs import is_namespace
+from ..importing import sessions_import
+from .namespaces import BadHubPath, hub_path_check, namespace_folder
+
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:
+    from backports import zstd
+
+# The proof of held bytes: SHA-256 of the first HEAD_PROOF and of the last TAIL_PROOF bytes.
+HEAD_PROOF = 4096
+TAIL_PROOF = 1 << 16
+
+
+class PushRefused(Exception):
+    """A push the hub does not take; `status` is the HTTP answer. Nothing was stored."""
+
+    status = 400
+
+
+class NotYours(PushRefused):
+    status = 403
+
+
+class ProofFailed(PushRefused):
+    """The bytes the machine says the hub holds are not the ones it holds."""
+
+    status = 409
+
+
+class ChunkMismatch(PushRefused):
+    """A chunk whose bytes are not the length or digest it announced."""
+
+    status = 400
+
+
+class TooLarge(PushRefused):
+    status = 413
+
+
+@dataclass(frozen=True)
+class Held:
+    """What the hub holds of a file: its size and the proof of its bytes."""
+
+    size: int
+    head: str
+    tail: str
+
+    def as_json(self) -> dict[str, object]:
+        return {"size": self.size, "head": self.head, "tail": self.tail}
+
+
+def max_file() -> int:
+    """The largest session file a hub takes (BRANCHBOARD_HUB_MAX_FILE, bytes)."""
+    return int(getattr(settings, "HUB_MAX_FILE", 8 << 30))
+
+
+def max_chunk() -> int:
+    """The largest raw chunk of one request (BRANCHBOARD_HUB_MAX_CHUNK, bytes)."""
+    return int(getattr(settings, "HUB_MAX_CHUNK", 32 << 20))
+
+
+def namespace_for(user: object, name: str) -> HubNamespace:
+    """The namespace `name` (`user@machine`) for a push by `user`: made on first push,
+    refused when it is another user's."""
+    if not is_namespace(name):
+        raise PushRefused(f"{name!r} is not a namespace (user@machine)")
+    owner, _, machine = name.partition("@")
+    username = getattr(user, "username", "")
+    if owner != username:
+        raise NotYours(f"namespace {name} is not yours: this token belongs to {username!r}")
+    found, _ = HubNamespace.objects.get_or_create(
+        name=name, defaults={"user": user, "machine": machine}
+    )
+    if found.user_id != getattr(user, "pk", None):
+        raise NotYours(f"namespace {name} belongs to another user")
+    return found
+
+
+def target_of(namespace: HubNamespace, path: str) -> tuple[Path, Path]:
+    """(root folder, file) on the hub for a pushed path; BadHubPath if it is not one."""
+    root_name, rest = hub_path_check(path)
+    root = namespace_folder(namespace.name) / root_name
+    return root, root.joinpath(*rest.parts)
+
+
+def staging_of(target: Path) -> Path:
+    # A dot name not ending in .jsonl: the importer and the CLIs pass it by.
+    return target.with_name(f".{target.name}.push")
+
+
+def proofs(f: BinaryIO, size: int) -> Held:
+    """The proof of a file's first `size` bytes (read from the open file `f`)."""
+    f.seek(0)
+    head = hashlib.sha256(f.read(min(size, HEAD_PROOF))).hexdigest()
+    start = max(0, size - TAIL_PROOF)
+    f.seek(start)
+    tail = hashlib.sha256(f.read(size - start)).hexdigest()
+    return Held(size, head, tail)
+
+
+def held(path: Path) -> Held | None:
+    """What the hub holds at `path` (None: no such regular file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise PushRefused(f"{path.name}: cannot be read on the hub ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise PushRefused(f"{path.name}: not a regular file on the hub")
+        return proofs(f, st.st_size)
+
+
+def files_state(namespace: HubNamespace, paths: list[str]) -> dict[str, dict[str, object]]:
+    """For each path the hub holds (or has a staging file of): what it holds."""
+    state: dict[str, dict[str, object]] = {}
+    for path in paths:
+        try:
+            _, target = target_of(namespace, path)
+        except BadHubPath:
+            continue
+        found, staged = held(target), held(staging_of(target))
+        if found is None and staged is None:
+            continue
+        entry: dict[str, object] = found.as_json() if found else {}
+        if staged is not None:
+            entry["staging"] = staged.as_json()
+        state[path] = entry
+    return state
+
+
+def chunk_decode(data: bytes, *, length: int, sha256: str) -> bytes:
+    """The raw bytes of a zstd chunk, checked against what was announced."""
+    if length < 0 or length > max_chunk():
+        raise TooLarge(f"a chunk holds at most {max_chunk()} bytes, not {length}")
+    try:
+        raw = zstd.ZstdDecompressor().decompress(data, max_length=length + 1)
+    except zstd.ZstdError as exc:
+        raise ChunkMismatch(f"the chunk is not zstd data ({exc})") from None
+    if len(raw) != length:
+        raise ChunkMismatch(f"the chunk holds {len(raw)} bytes, not the {length} announced")
+    if hashlib.sha256(raw).hexdigest() != sha256:
+        raise ChunkMismatch("the chunk's bytes are not the ones announced (SHA-256 differs)")
+    return raw
+
+
+def chunk_receive(
+    namespace: HubNamespace,
+    path: str,
+    *,
+    raw: bytes,
+    offset: int,
+    head: str,
+    tail: str,
+    staged: bool,
+) -> int:
+    """Add `raw` at `offset` of the file (or of its staging file); returns the new size.
+
+    At offset 0 a staging file starts over; elsewhere the bytes held must be `offset`
+    long and match the proof (`head`, `tail`). An append is imported at once."""
+    root, target = target_of(namespace, path)
+    if offset + len(raw) > max_file():
+        raise TooLarge(f"a session file on this hub holds at most {max_file()} bytes")
+    _folders_make(namespace, target.parent)
+    into = staging_of(target) if staged else target
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_APPEND
+    if staged:
+        flags |= os.O_CREAT
+    elif offset == 0:
+        raise PushRefused("a new or rewritten file is pushed staged, then committed")
+    try:
+        fd = os.open(into, flags, 0o600)
+    except FileNotFoundError:
+        raise ProofFailed(f"{path}: the hub holds no such file; push it whole") from None
+    except OSError as exc:
+        raise PushRefused(f"{path}: cannot be written on the hub ({exc.strerror})") from None
+    with os.fdopen(fd, "r+b", buffering=0) as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # one push of a file at a time
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise PushRefused(f"{path}: not a regular file on the hub")
+        if staged and offset == 0:
+            f.truncate(0)
+        elif st.st_size != offset:
+            raise ProofFailed(f"{path}: the hub holds {st.st_size} bytes, not {offset}")
+        elif proofs(f, offset) != Held(offset, head, tail):
+            raise ProofFailed(f"{path}: the bytes the hub holds are not the start of this file")
+        f.seek(0, os.SEEK_END)
+        view = memoryview(raw)
+        while view:
+            view = view[os.write(f.fileno(), view) :]
+        os.fsync(f.fileno())
+        size = offset + len(raw)
+    if not staged:
+        _pushed(namespace, path, size)
+        hub_import(root, target)
+    return size
+
+
+def commit(namespace: HubNamespace, path: str, *, size: int, sha256: str) -> Session | None:
+    """Put a staged file in place of the old one (or as a new one), whole and checked."""
+    root, target = target_of(namespace, path)
+    staging = staging_of(target)
+    try:
+        fd = os.open(staging, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        raise ProofFailed(f"{path}: nothing staged to commit; push it again") from None
+    with os.fdopen(fd, "rb") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        if os.fstat(f.fileno()).st_size != size:
+            raise ProofFailed(f"{path}: the staged file is not {size} bytes long")
+        whole = hashlib.sha256()
+        while block := f.read(1 << 20):
+            whole.update(block)
+        if whole.hexdigest() != sha256:
+            raise ProofFailed(f"{path}: the staged file's SHA-256 is not the one announced")
+        os.replace(staging, target)
+    folder_fd = os.open(target.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder_fd)
+    finally:
+        os.close(folder_fd)
+    _pushed(namespace, path, size)
+    return hub_import(root, target)
+
+
+def hub_import(root: Path, target: Path) -> Session | None:
+    """Index a file just received (the import's own rules: grown, rewritten, new)."""
+    report = sessions_import(roots=[root], paths=[target])
+    session = Session.objects.filter(path=str(target)).first()
+    if session is None and report.errors:
+        raise PushRefused(f"stored, but not imported: {'; '.join(report.errors[:3])}")
+    return session
+
+
+def pulls(namespace: HubNamespace) -> list[dict[str, object]]:
+    """The namespace's files made on the hub (forks), which its machine takes back."""
+    base = namespace_folder(namespace.name)
+    pushed = set(namespace.files.values_list("path", flat=True))
+    found = []
+    sessions = Session.objects.filter(namespace=namespace.name, is_subagent=False)
+    for session_id, file in sessions.values_list("session_id", "path").order_by("made_at"):
+        try:
+            relative = PurePosixPath(Path(file).relative_to(base).as_posix())
+        except ValueError:
+            continue
+        if str(relative) in pushed:
+            continue
+        whole = _sha256(Path(file))
+        if whole is None:
+            continue
+        size, sha256 = whole
+        found.append(
+            {"path": str(relative), "session_id": str(session_id), "size": size, "sha256": sha256}
+        )
+    return found
+
+
+def pulled(namespace: HubNamespace, path: str, size: int) -> None:
+    """The machine holds the hub's file now: it is no longer offered."""
+    _, target = target_of(namespace, path)
+    kept = held(target)
+    if kept is None or kept.size != size:
+        raise ProofFailed(f"{path}: the hub holds no such file of {size} bytes")
+    _pushed(namespace, path, size)
+
+
+def _sha256(path: Path) -> tuple[int, str] | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    digest, size = hashlib.sha256(), 0
+    with os.fdopen(fd, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+            size += len(block)
+    return size, digest.hexdigest()
+
+
+def file_for_pull(namespace: HubNamespace, path: str) -> Path:
+    """The hub's file at `path` in the namespace, for its machine to take back."""
+    _, target = target_of(namespace, path)
+    if held(target) is None:
+        raise PushRefused(f"{path}: the hub holds no such file")
+    return target
+
+
+def _pushed(namespace: HubNamespace, path: str, size: int) -> None:
+    HubFile.objects.update_or_create(namespace=namespace, path=path, defaults={"size": size})
+    HubNamespace.objects.filter(pk=namespace.pk).update(last_push_at=timezone.now())
+
+
+def _folders_make(namespace: HubNamespace, folder: Path) -> None:
+    """Make the folders down to `folder`, private, refusing a link on the way."""
+    base = namespace_folder(namespace.name)
+    base.parent.mkdir(mode=0o700, exist_ok=True)
+    at = base.parent
+    for part in folder.relative_to(base.parent).parts:
+        at = at / part
+        try:
+            os.mkdir(at, 0o700)
+        except FileExistsError:
+            if not stat.S_ISDIR(os.lstat(at).st_mode):
+                raise PushRefused(f"{at.name}: not a folder on the hub") from None
