@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .formats import AGENTS
+from .session_refs import REF_PATTERN
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _SESSION = {"$ref": "#/components/schemas/Session"}
@@ -51,6 +52,19 @@ _SEARCH = {
 }
 
 
+def _hub(method: str, summary: str, *names: str, codes: tuple[int, ...] = ()) -> dict:
+    """A hub endpoint (push_sessions and pull_sessions speak these; see services.hub)."""
+    params = [_query("namespace", "user@machine: the token's user, this machine")]
+    params += [_query(n, n) for n in names]
+    return {
+        method: {
+            "summary": summary,
+            "parameters": params,
+            "responses": _responses("200", {"type": "object"}, 400, 401, 403, 405, *codes),
+        }
+    }
+
+
 def _query(name: str, description: str) -> dict:
     return {"name": name, "in": "query", "schema": {"type": "string"}, "description": description}
 
@@ -79,7 +93,8 @@ _ID = {
     "name": "session_id",
     "in": "path",
     "required": True,
-    "schema": {"type": "string", "format": "uuid"},
+    "schema": {"type": "string", "pattern": REF_PATTERN},
+    "description": "the session's id (a UUID), or `user@machine/<id>` on a team hub",
 }
 
 # A POST on a session without a body, answering with the session.
@@ -296,5 +311,33 @@ OPENAPI: dict = {
         "/api/sessions/{session_id}/restore": {
             "post": {"summary": "Restore a removed session's file from the archive", **_NO_BODY}
         },
+        "/api/hub/whoami": _hub("get", "The namespace this token pushes into"),
+        "/api/hub/state": _hub(
+            "post", 'What the hub holds of each file: body {"paths": [...]}', codes=(413,)
+        ),
+        "/api/hub/chunk": _hub(
+            "post",
+            "Append zstd-compressed bytes to a file (with proof of the bytes held) or to its "
+            "staging file",
+            "path",
+            "offset",
+            "length",
+            "sha256",
+            "head",
+            "tail",
+            "staged",
+            codes=(409, 413),
+        ),
+        "/api/hub/commit": _hub(
+            "post",
+            "Put a staged file in place, whole and checked",
+            "path",
+            "size",
+            "sha256",
+            codes=(409,),
+        ),
+        "/api/hub/pulls": _hub("get", "The files made on the hub for this machine"),
+        "/api/hub/pulled": _hub("post", "The machine holds that file now", "path", "size"),
+        "/api/hub/file": _hub("get", "One of the namespace's files, zstd-compressed", "path"),
     },
 }
