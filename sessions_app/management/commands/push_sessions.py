@@ -34,6 +34,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, hub: str | None, watch: bool, dry_run: bool, **o: Any) -> None:
+        self.verbosity = int(o.get("verbosity", 1))
         if not settings.HUB_PROJECTS:
             raise CommandError(
                 "no project may go yet: set BRANCHBOARD_HUB_PROJECTS to the project folders "
@@ -63,6 +64,8 @@ class Command(BaseCommand):
                 f"{len(report.left_out)} left out by BRANCHBOARD_HUB_PROJECTS/EXCLUDE"
             )
         return report
+
+    verbosity = 1
 
     def _said(self, line: str) -> None:
         if self.verbosity > 1:

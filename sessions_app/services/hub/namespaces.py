@@ -41,7 +41,7 @@ def hub_roots() -> list[Path]:
     base = hub_folder()
     if not base.is_dir():
         return []
-    found = []
+    found: list[Path] = []
     for entry in sorted(base.iterdir()):
         if entry.is_dir() and not entry.is_symlink() and is_namespace(entry.name):
             found.extend(entry / f for f in root_folders() if (entry / f).is_dir())

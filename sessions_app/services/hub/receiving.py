@@ -24,7 +24,7 @@ import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from django.conf import settings
 from django.utils import timezone
@@ -33,6 +33,9 @@ from ...models import HubFile, HubNamespace, Session
 from ...session_refs import is_namespace
 from ..importing import sessions_import
 from .namespaces import BadHubPath, hub_path_check, namespace_folder
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 if sys.version_info >= (3, 14):
     from compression import zstd
@@ -92,19 +95,19 @@ def max_chunk() -> int:
     return int(getattr(settings, "HUB_MAX_CHUNK", 32 << 20))
 
 
-def namespace_for(user: object, name: str) -> HubNamespace:
+def namespace_for(user: User, name: str) -> HubNamespace:
     """The namespace `name` (`user@machine`) for a push by `user`: made on first push,
     refused when it is another user's."""
     if not is_namespace(name):
         raise PushRefused(f"{name!r} is not a namespace (user@machine)")
     owner, _, machine = name.partition("@")
-    username = getattr(user, "username", "")
+    username = user.get_username()
     if owner != username:
         raise NotYours(f"namespace {name} is not yours: this token belongs to {username!r}")
     found, _ = HubNamespace.objects.get_or_create(
         name=name, defaults={"user": user, "machine": machine}
     )
-    if found.user_id != getattr(user, "pk", None):
+    if found.user_id != user.pk:
         raise NotYours(f"namespace {name} belongs to another user")
     return found
 
