@@ -24,14 +24,16 @@ In one run, on generated Claude Code sessions in a temporary folder:
    (`instr`/`strpos` of `lower(text)`) for 5 of the identifiers next to the search of
    the same 5. Every query's count of distinct texts (everything=True, not truncated)
    is checked against a scan of all texts in Python (a query of several words finds
-   at least the texts holding them all: words spread over a turn are found too).
+   at least the texts holding them all: words spread over a turn are found too);
+5. with `--explain N` on PostgreSQL, `EXPLAIN (ANALYZE, BUFFERS)` of the slowest
+   statement of each of the N slowest queries, for the closing note.
 
 Every measurement runs in its own subprocess on its own fresh database (SQLite in a
 temp folder; with `--postgres` also a `bench_search_<pid>` database created and
 dropped next to the one in `--postgres-url`, whose tables are never touched).
 
     .venv/bin/python bench/bench_search.py [--size-mb 300] [--postgres] [--repeat 5]
-        [--tmpdir /tmp] [--keep] [--all-queries]
+        [--tmpdir /tmp] [--keep] [--all-queries] [--explain 3]
 """
 
 from __future__ import annotations
@@ -576,7 +578,40 @@ def child(work: Path) -> dict[str, Any]:
         "scan_search": statistics.median(
             r["default"] for r in queries if r["q"] in set(SCAN_SAMPLE)
         ),
+        "plans": _slowest_plans(queries, plan.get("explain", 0)),
     }
+
+
+def _slowest_plans(queries: list[dict], n: int) -> list[dict]:
+    """PostgreSQL: EXPLAIN (ANALYZE, BUFFERS) of the slowest statement of each of the `n`
+    slowest queries (default scope), for the closing note; none on SQLite."""
+    from django.db import connection
+
+    from sessions_app.selectors.search import SearchQuery, search
+
+    if not n or connection.vendor != "postgresql":
+        return []
+    out = []
+    for row in sorted(queries, key=lambda q: -q["default"])[:n]:
+        statements: list[tuple[float, str, Any]] = []
+
+        def timed(execute, sql, params, many, context, statements=statements):
+            start = time.perf_counter()
+            try:
+                return execute(sql, params, many, context)
+            finally:
+                statements.append(((time.perf_counter() - start) * 1000, sql, params))
+
+        with connection.execute_wrapper(timed):
+            search(SearchQuery(row["q"]))
+        ms, sql, params = max(statements, key=lambda s: s[0])
+        with connection.cursor() as cursor:
+            text = cursor.mogrify(sql, params)
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + text)
+            lines = [r[0] for r in cursor.fetchall()]
+        out.append({"q": row["q"], "ms": row["default"], "statement_ms": ms, "sql": text})
+        out[-1]["plan"] = lines
+    return out
 
 
 # The parent side.
@@ -697,6 +732,13 @@ def report(size: int, corpus: dict, results: dict, repeat: int, all_queries: boo
         if r["build_errors"]:
             out.append(f"\n{backend}: search_refresh problems (first 5)")
             out.extend(f"  {p}" for p in r["build_errors"])
+    for backend, r in results.items():
+        for found in r.get("plans", []):
+            out.append(
+                f"\n{backend}: {found['q']!r} ({found['ms']:.1f} ms), its slowest statement "
+                f"({found['statement_ms']:.1f} ms):\n  {found['sql']}"
+            )
+            out.extend(f"  {line}" for line in found["plan"])
     if all_queries:
         for backend, r in results.items():
             out.append(f"\n{backend}: every query (ms, default / everything; texts found)")
@@ -717,6 +759,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timed runs of each query")
     parser.add_argument("--keep", action="store_true", help="keep the temp folder")
     parser.add_argument("--all-queries", action="store_true", help="print every query's times")
+    parser.add_argument(
+        "--explain", type=int, default=0, help="PostgreSQL: plans of the N slowest queries"
+    )
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bb-bench-search-", dir=args.tmpdir))
@@ -724,7 +769,9 @@ def main() -> None:
         start = time.perf_counter()
         corpus = generate_corpus(work / "corpus", int(args.size_mb * MB))
         planted = plant(corpus["mains"])
-        (work / "plan.json").write_text(json.dumps({"planted": planted, "repeat": args.repeat}))
+        (work / "plan.json").write_text(
+            json.dumps({"planted": planted, "repeat": args.repeat, "explain": args.explain})
+        )
         print(f"generated in {time.perf_counter() - start:.1f} s under {work}", flush=True)
         size = sum(p.stat().st_size for p in (work / "corpus").rglob("*.jsonl"))
         results = {}
