@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .api_schema_hub import hub_paths
 from .formats import AGENTS
 from .session_refs import REF_PATTERN
 
@@ -50,19 +51,6 @@ _SEARCH = {
         },
     },
 }
-
-
-def _hub(method: str, summary: str, *names: str, codes: tuple[int, ...] = ()) -> dict:
-    """A hub endpoint (push_sessions and pull_sessions speak these; see services.hub)."""
-    params = [_query("namespace", "user@machine: the token's user, this machine")]
-    params += [_query(n, n) for n in names]
-    return {
-        method: {
-            "summary": summary,
-            "parameters": params,
-            "responses": _responses("200", {"type": "object"}, 400, 401, 403, 405, *codes),
-        }
-    }
 
 
 def _query(name: str, description: str) -> dict:
@@ -304,40 +292,9 @@ OPENAPI: dict = {
                 "responses": _responses("200", _SESSION, 400, 401, 403, 404, 405, 409, 411, 413),
             }
         },
-        "/api/sessions/{session_id}/rewind/undo": {
-            "post": {"summary": "Undo the last rewind", **_NO_BODY}
-        },
+        "/api/sessions/{session_id}/rewind/undo": {"post": {"summary": "Undo", **_NO_BODY}},
         # Restore: the removed file written back from the archive (409 if a file is there).
-        "/api/sessions/{session_id}/restore": {
-            "post": {"summary": "Restore a removed session's file from the archive", **_NO_BODY}
-        },
-        "/api/hub/whoami": _hub("get", "The namespace this token pushes into"),
-        "/api/hub/state": _hub(
-            "post", 'What the hub holds of each file: body {"paths": [...]}', codes=(413,)
-        ),
-        "/api/hub/chunk": _hub(
-            "post",
-            "Append zstd-compressed bytes to a file (with proof of the bytes held) or to its "
-            "staging file",
-            "path",
-            "offset",
-            "length",
-            "sha256",
-            "head",
-            "tail",
-            "staged",
-            codes=(409, 413),
-        ),
-        "/api/hub/commit": _hub(
-            "post",
-            "Put a staged file in place, whole and checked",
-            "path",
-            "size",
-            "sha256",
-            codes=(409,),
-        ),
-        "/api/hub/pulls": _hub("get", "The files made on the hub for this machine"),
-        "/api/hub/pulled": _hub("post", "The machine holds that file now", "path", "size"),
-        "/api/hub/file": _hub("get", "One of the namespace's files, zstd-compressed", "path"),
+        "/api/sessions/{session_id}/restore": {"post": {"summary": "Restore", **_NO_BODY}},
+        **hub_paths(_query, _responses),
     },
 }

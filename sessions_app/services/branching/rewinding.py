@@ -34,7 +34,7 @@ from .errors import (
     TargetExists,
     WriteCheckFailed,
 )
-from .guards import check_not_pushed, file_stat, own_write
+from .guards import file_stat, own_write
 from .registering import Expected, index_written, reindex, session_file_of
 from .rewinding_prefix import restore_prefix, rewind_prefix
 from .titles import backup_title, title_line
@@ -42,7 +42,6 @@ from .titles import backup_title, title_line
 
 def rewind(session: Session, turn: int) -> Session:
     """Rewind with the agent's own mechanism (guards already passed)."""
-    check_not_pushed(session, "a rewind")
     if (rewind_line := agent_for(session.agent).rewind_line) is not None:
         return _rewind_appending(session, turn, rewind_line)
     if agent_for(session.agent).prefix_fork is not None:
@@ -52,7 +51,6 @@ def rewind(session: Session, turn: int) -> Session:
 
 def undo(session: Session) -> Session:
     """Undo the last rewind while the file is exactly as the rewind left it."""
-    check_not_pushed(session, "an undo")
     state = session.rewind_undo or {}
     if not state:
         raise NothingToUndo(f"session {session.session_id} has no rewind to undo")

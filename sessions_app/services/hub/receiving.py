@@ -23,7 +23,7 @@ import os
 import stat
 import sys
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from django.conf import settings
@@ -230,7 +230,7 @@ def chunk_receive(
         os.fsync(f.fileno())
         size = offset + len(raw)
     if not staged:
-        _pushed(namespace, path, size)
+        pushed_record(namespace, path, size)
         hub_import(root, target)
     return size
 
@@ -258,7 +258,7 @@ def commit(namespace: HubNamespace, path: str, *, size: int, sha256: str) -> Ses
         os.fsync(folder_fd)
     finally:
         os.close(folder_fd)
-    _pushed(namespace, path, size)
+    pushed_record(namespace, path, size)
     return hub_import(root, target)
 
 
@@ -271,60 +271,7 @@ def hub_import(root: Path, target: Path) -> Session | None:
     return session
 
 
-def pulls(namespace: HubNamespace) -> list[dict[str, object]]:
-    """The namespace's files made on the hub (forks), which its machine takes back."""
-    base = namespace_folder(namespace.name)
-    pushed = set(namespace.files.values_list("path", flat=True))
-    found = []
-    sessions = Session.objects.filter(namespace=namespace.name, is_subagent=False)
-    for session_id, file in sessions.values_list("session_id", "path").order_by("made_at"):
-        try:
-            relative = PurePosixPath(Path(file).relative_to(base).as_posix())
-        except ValueError:
-            continue
-        if str(relative) in pushed:
-            continue
-        whole = _sha256(Path(file))
-        if whole is None:
-            continue
-        size, sha256 = whole
-        found.append(
-            {"path": str(relative), "session_id": str(session_id), "size": size, "sha256": sha256}
-        )
-    return found
-
-
-def pulled(namespace: HubNamespace, path: str, size: int) -> None:
-    """The machine holds the hub's file now: it is no longer offered."""
-    _, target = target_of(namespace, path)
-    kept = held(target)
-    if kept is None or kept.size != size:
-        raise ProofFailed(f"{path}: the hub holds no such file of {size} bytes")
-    _pushed(namespace, path, size)
-
-
-def _sha256(path: Path) -> tuple[int, str] | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    digest, size = hashlib.sha256(), 0
-    with os.fdopen(fd, "rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-            size += len(block)
-    return size, digest.hexdigest()
-
-
-def file_for_pull(namespace: HubNamespace, path: str) -> Path:
-    """The hub's file at `path` in the namespace, for its machine to take back."""
-    _, target = target_of(namespace, path)
-    if held(target) is None:
-        raise PushRefused(f"{path}: the hub holds no such file")
-    return target
-
-
-def _pushed(namespace: HubNamespace, path: str, size: int) -> None:
+def pushed_record(namespace: HubNamespace, path: str, size: int) -> None:
     HubFile.objects.update_or_create(namespace=namespace, path=path, defaults={"size": size})
     HubNamespace.objects.filter(pk=namespace.pk).update(last_push_at=timezone.now())
 

@@ -1,0 +1,51 @@
+"""The hub's endpoints in the OpenAPI description (push_sessions and pull_sessions speak them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+def hub_paths(query: Callable[[str, str], dict], responses: Callable[..., dict]) -> dict:
+    """The hub's paths, built with the description's own parameter and response makers."""
+
+    def _hub(method: str, summary: str, *names: str, codes: tuple[int, ...] = ()) -> dict:
+        params = [query("namespace", "user@machine: the token's user, this machine")]
+        params += [query(n, n) for n in names]
+        return {
+            method: {
+                "summary": summary,
+                "parameters": params,
+                "responses": responses("200", {"type": "object"}, 400, 401, 403, 405, *codes),
+            }
+        }
+
+    return {
+        "/api/hub/whoami": _hub("get", "The namespace this token pushes into"),
+        "/api/hub/state": _hub(
+            "post", 'What the hub holds of each file: body {"paths": [...]}', codes=(413,)
+        ),
+        "/api/hub/chunk": _hub(
+            "post",
+            "Append zstd-compressed bytes to a file (with proof of the bytes held) or to its "
+            "staging file",
+            "path",
+            "offset",
+            "length",
+            "sha256",
+            "head",
+            "tail",
+            "staged",
+            codes=(409, 413),
+        ),
+        "/api/hub/commit": _hub(
+            "post",
+            "Put a staged file in place, whole and checked",
+            "path",
+            "size",
+            "sha256",
+            codes=(409,),
+        ),
+        "/api/hub/pulls": _hub("get", "The files made on the hub for this machine"),
+        "/api/hub/pulled": _hub("post", "The machine holds that file now", "path", "size"),
+        "/api/hub/file": _hub("get", "One of the namespace's files, zstd-compressed", "path"),
+    }
