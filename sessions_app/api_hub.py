@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from functools import wraps
 
 import orjson
+from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -20,7 +21,7 @@ from django.views.decorators.csrf import csrf_exempt
 from .api import ApiRequest, _authenticate, _error, allow
 from .models import HubNamespace, Session
 from .services.audit import API, actor_of_request, audit_record, client_address
-from .services.hub import receiving
+from .services.hub import offering, receiving
 from .services.hub.namespaces import BadHubPath
 from .services.hub.receiving import PushRefused
 from .services.roots import open_regular
@@ -42,21 +43,25 @@ def _loopback(request: HttpRequest) -> bool:
         return False
 
 
-def hub_endpoint(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def hub_endpoint(
+    view: Callable[..., HttpResponse | StreamingHttpResponse],
+) -> Callable[..., HttpResponse | StreamingHttpResponse]:
     """Token, permission, TLS and namespace checks; a refusal is JSON, audited."""
 
     @csrf_exempt
     @login_not_required
     @wraps(view)
-    def wrapped(request: ApiRequest) -> HttpResponse:
+    def wrapped(request: ApiRequest) -> HttpResponse | StreamingHttpResponse:
+        name = request.GET.get("namespace", "")
         refused = _authenticate(request, write=False)
         if refused is not None:
+            _audit(request, "push-refused", name, orjson.loads(refused.content)["error"])
             return refused
         user = request.api_token.user
-        name = request.GET.get("namespace", "")
         try:
             if not request.is_secure() and not _loopback(request):
-                raise PushRefused("a hub takes pushes and pulls over HTTPS only")
+                raise HttpsOnly("a hub takes pushes and pulls over HTTPS only")
+            _body_check(request, view.__name__)
             if user is None or not user.is_active or not user.has_perm(PUSH_PERMISSION):
                 raise receiving.NotYours("this token's user may not push to this hub")
             if view.__name__ == "whoami" and request.GET.get("who") == "1":
@@ -70,6 +75,24 @@ def hub_endpoint(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespons
             return _error(status, str(exc))
 
     return wrapped
+
+
+class HttpsOnly(PushRefused):
+    status = 403
+
+
+def _body_check(request: HttpRequest, endpoint: str) -> None:
+    """A body over the endpoint's limit is refused by its Content-Length, before it is read."""
+    if endpoint == "chunk":
+        limit = receiving.max_chunk() + (1 << 16)  # a chunk that zstd could not shrink
+    else:
+        limit = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0) or receiving.max_chunk()
+    try:
+        sent = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        raise PushRefused("the Content-Length header is not a number") from None
+    if sent > limit:
+        raise receiving.TooLarge(f"a request here is at most {limit} bytes, not {sent}")
 
 
 def _audit(request: ApiRequest, action: str, namespace: str, detail: str) -> None:
@@ -137,15 +160,9 @@ def chunk(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
     path = request.GET.get("path", "")
     receiving.target_of(namespace, path)  # the path is refused before the body is read
     length = _int(request, "length")
-    limit = receiving.max_chunk() + (1 << 16)
-    try:
-        sent = int(request.META.get("CONTENT_LENGTH") or -1)
-    except ValueError:
-        sent = -1
+    sent = int(request.META.get("CONTENT_LENGTH") or -1)  # at most its limit (_body_check)
     if sent < 0:
         raise PushRefused("send the chunk with a Content-Length header")
-    if sent > limit:
-        raise receiving.TooLarge(f"a chunk is at most {limit} bytes on the wire, not {sent}")
     raw = receiving.chunk_decode(
         request.read(sent), length=length, sha256=request.GET.get("sha256", "")
     )
@@ -178,24 +195,24 @@ def commit(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
 @hub_endpoint
 def pulls(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
     """GET /api/hub/pulls?namespace=…: the files made on the hub that the machine takes back."""
-    return JsonResponse({"namespace": namespace.name, "files": receiving.pulls(namespace)})
+    return JsonResponse({"namespace": namespace.name, "files": offering.pulls(namespace)})
 
 
 @allow("POST")
 @hub_endpoint
 def pulled(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
     """POST /api/hub/pulled?namespace&path&size: the machine wrote that file; not offered again."""
-    receiving.pulled(namespace, request.GET.get("path", ""), _int(request, "size"))
+    offering.pulled(namespace, request.GET.get("path", ""), _int(request, "size"))
     _audit(request, "pulled", namespace.name, "")
     return JsonResponse({"ok": True})
 
 
 @allow("GET")
 @hub_endpoint
-def file(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
+def file(request: ApiRequest, namespace: HubNamespace) -> StreamingHttpResponse:
     """GET /api/hub/file?namespace&path: one of the namespace's files, zstd-compressed."""
     path = request.GET.get("path", "")
-    target = receiving.file_for_pull(namespace, path)
+    target = offering.file_for_pull(namespace, path)
     root = receiving.target_of(namespace, path)[0]
     f = open_regular(target, root=root)
     _audit(request, "pull", namespace.name, "")
