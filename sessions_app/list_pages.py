@@ -20,6 +20,8 @@ from . import selectors
 from .formats import AGENT_LABELS
 from .models import Project
 from .permissions import can_manage_worktrees, can_write
+from .search_pages import BadSearch, hub_choices, hub_filters
+from .selectors.lists import hub_namespaces, namespaces_of
 from .selectors.session_pages import (
     SessionPage,
     cursor_text,
@@ -38,7 +40,10 @@ LIST_POLL = "every 3s"  # how often an open list asks whether anything changed
 OLD_PAGES = 10  # an old `?page=N` link beyond this shows the first page: no deep OFFSET
 PAGER = ("page", "after", "before", "stamp")  # what a pager link replaces in the query
 SESSION_LIST_DEFAULTS = {"q": "", "sort": "updated", "empty": "", "undone": "", "removed": ""}
-RECENT_DEFAULTS = {"q": "", "sort": "updated", "agent": ""}
+# On a hub, the lists of every project narrow to one owner, one machine, or both.
+HUB_DEFAULTS = {"owner": "", "machine": ""}
+PROJECT_LIST_DEFAULTS = {"q": "", **HUB_DEFAULTS}
+RECENT_DEFAULTS = {"q": "", "sort": "updated", "agent": "", **HUB_DEFAULTS}
 
 
 def remembered(
@@ -133,17 +138,47 @@ def _pager_urls(request: HttpRequest, page: SessionPage) -> tuple[str, str]:
     return urls[0], urls[1]
 
 
+def _hub_filter(request: HttpRequest) -> dict:
+    """What a list of every project shows of the hub's filters: the owner and machine asked
+    for, the namespaces they name (None: not narrowed), the choices, and the way back."""
+    owner, machine = hub_filters(request.GET)
+    query = request.GET.copy()
+    for name in (*PAGER, *HUB_DEFAULTS):
+        query.pop(name, None)
+    query["owner"] = ""  # names the filter, so the kept one is replaced, not brought back
+    return {
+        "owner": owner,
+        "machine": machine,
+        "namespaces": namespaces_of(owner=owner, machine=machine) if owner or machine else None,
+        "every_machine_url": f"{request.path}?{query.urlencode()}",
+        **({} if request.htmx else hub_choices(hub_namespaces())),
+    }
+
+
+def _bad_filter(request: HtmxHttpRequest, template: str, error: BadSearch) -> HttpResponse:
+    """A list asked for with a filter value it cannot read: its page, the filter named, a 400."""
+    context = {"filter_error": str(error), "page": [], "projects": [], "recent": []}
+    context["every_machine_url"] = f"{request.path}?owner="
+    return render(request, template, context, status=400)
+
+
 @require_safe
 def project_list(request: HtmxHttpRequest) -> HttpResponse:
     """Every project, most recently active first, with a filter box; live ones marked."""
     unchanged, stamp = _unchanged(request, None)
     if request.htmx and "stamp" in request.GET and unchanged:
         return HttpResponse(status=204)
-    if back := remembered(request, "projects", {"q": ""}):
-        return back
-    query = _search(request)
-    projects = grouped_with_worktrees(selectors.projects_for_dashboard(query=query))
     template = "sessions_app/project_list.html"
+    try:
+        hub = _hub_filter(request)
+    except BadSearch as exc:
+        return _bad_filter(request, template, exc)
+    if back := remembered(request, "projects", PROJECT_LIST_DEFAULTS):
+        return back
+    query, namespaces = _search(request), hub["namespaces"]
+    projects = grouped_with_worktrees(
+        selectors.projects_for_dashboard(query=query, namespaces=namespaces)
+    )
     usage = {}
     if request.htmx:
         template += "#project-list"
@@ -151,7 +186,8 @@ def project_list(request: HtmxHttpRequest) -> HttpResponse:
         usage = usage_context()
     context = {
         **usage,
-        "recent": selectors.recent_sessions()[:RECENT_ON_HOME],
+        **hub,
+        "recent": selectors.recent_sessions(namespaces=namespaces)[:RECENT_ON_HOME],
         "projects": projects,
         "query": query,
         "live_since": _live_since(),
@@ -219,17 +255,24 @@ def recent_sessions(request: HtmxHttpRequest) -> HttpResponse:
     unchanged, stamp = _unchanged(request, None)
     if request.htmx and "stamp" in request.GET and unchanged:
         return HttpResponse(status=204)
+    template = "sessions_app/recent.html"
+    try:
+        hub = _hub_filter(request)
+    except BadSearch as exc:
+        return _bad_filter(request, template, exc)
     if back := remembered(request, "recent", RECENT_DEFAULTS):
         return back
     query, sort = _search(request), request.GET.get("sort", "updated")
     agent = request.GET.get("agent", "")
     agent = agent if agent in dict(AGENT_LABELS) else ""
-    sessions = selectors.recent_sessions(query=query, agent=agent, sort=sort)
+    sessions = selectors.recent_sessions(
+        query=query, agent=agent, sort=sort, namespaces=hub["namespaces"]
+    )
     page = _page_of(request, sessions, sort)
-    template = "sessions_app/recent.html"
     if request.htmx:
         template += "#recent-list"
     context = {
+        **hub,
         "page": page,
         "pager": _pager_urls(request, page),
         "query": query,

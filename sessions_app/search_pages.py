@@ -16,16 +16,41 @@ from . import selectors
 from .formats import REGISTRY
 from .models import Project, Session
 from .selectors.family import AGENT_ID_RE, agent_id_of
+from .selectors.lists import hub_namespaces
 from .selectors.search import Hit, SearchQuery, SearchResults, search
-from .session_refs import REF_RE, session_ref
+from .session_refs import NAMESPACE_PART, REF_RE, session_ref
 from .transcript.limits import PAGE_LIMITS
 
 PROJECT_NUMBER = re.compile(r"[0-9]{1,19}")
 MAX_ID = 2**63 - 1
+NAMESPACE_NAME = re.compile(NAMESPACE_PART)
+HUB_FILTERS = {"owner": "a user name", "machine": "a machine name"}
 
 
 class BadSearch(ValueError):
     """A filter that cannot be read; its message says which and why."""
+
+
+def hub_filters(params: QueryDict) -> tuple[str, str]:
+    """(owner, machine) a request narrows to on a hub, "" each when not asked; `BadSearch`
+    for a value no namespace could have (a well-formed name nobody pushed as narrows to none).
+    """
+    found = []
+    for name, what in HUB_FILTERS.items():
+        value = params.get(name, "")
+        if value and (not NAMESPACE_NAME.fullmatch(value) or ".." in value):
+            raise BadSearch(f"{name}: {value!r} is not {what} (letters, digits, '.', '_', '-')")
+        found.append(value)
+    return found[0], found[1]
+
+
+def hub_choices(namespaces: list[str]) -> dict[str, list[str]]:
+    """The owners and the machines a hub's filters offer (both empty off a hub)."""
+    pairs = [n.partition("@") for n in namespaces]
+    return {
+        "owners": sorted({owner for owner, _, _ in pairs}),
+        "machines": sorted({machine for _, _, machine in pairs}),
+    }
 
 
 def search_query(params: QueryDict) -> SearchQuery:
@@ -50,6 +75,7 @@ def search_query(params: QueryDict) -> SearchQuery:
             except ValueError:
                 raise BadSearch(f"{name}: {value!r} is not a date (YYYY-MM-DD)") from None
     query.everything = params.get("all", "") in ("1", "on", "true")
+    query.owner, query.machine = hub_filters(params)
     session = params.get("session", "")
     if session:
         if not REF_RE.match(session):
@@ -167,5 +193,6 @@ def search_page(request: HttpRequest) -> HttpResponse:
         "scoped": scoped,
         "projects": project_choices(),
         "agents": sorted((a.name, a.label) for a in REGISTRY.values()),
+        **hub_choices(hub_namespaces()),
     }
     return render(request, "sessions_app/search.html", context, status=400 if error else 200)

@@ -76,9 +76,30 @@ def newest_import(project: Project | None = None) -> datetime | None:
     return sessions.aggregate(newest=Max("imported_at"))["newest"]
 
 
-def projects_for_dashboard(*, query: str = "") -> QuerySet[Project]:
-    """Projects with sessions, most recently active first, optionally filtered by path."""
+def hub_namespaces() -> list[str]:
+    """The namespaces (`user@machine`) whose pushes hold projects here; none off a hub."""
+    found = Project.objects.exclude(namespace="").order_by("namespace").distinct()
+    return list(found.values_list("namespace", flat=True))
+
+
+def namespaces_of(*, owner: str = "", machine: str = "") -> list[str]:
+    """The namespaces of `owner` (on any machine), of `machine` (anyone's), or of both."""
+    return [
+        namespace
+        for namespace in hub_namespaces()
+        if (not owner or namespace.partition("@")[0] == owner)
+        and (not machine or namespace.partition("@")[2] == machine)
+    ]
+
+
+def projects_for_dashboard(
+    *, query: str = "", namespaces: list[str] | None = None
+) -> QuerySet[Project]:
+    """Projects with sessions, most recently active first, optionally filtered by path and
+    by the namespaces (machines and owners) they were pushed from."""
     projects = Project.objects.filter(session_count__gt=0)
+    if namespaces is not None:
+        projects = projects.filter(namespace__in=namespaces)
     if query:
         projects = projects.filter(Q(path__icontains=query) | Q(folder__icontains=query))
     return projects.order_by("-last_activity", "folder")
@@ -116,9 +137,15 @@ def sessions_of_project(
     return sessions.order_by(SESSION_SORTS.get(sort, SESSION_SORTS["updated"]), "-id")
 
 
-def recent_sessions(*, query: str = "", agent: str = "", sort: str = "updated") -> QuerySet:
+def recent_sessions(
+    *,
+    query: str = "",
+    agent: str = "",
+    sort: str = "updated",
+    namespaces: list[str] | None = None,
+) -> QuerySet:
     """Sessions with a prompt across every project, newest activity first (or `sort`);
-    backups of undone rewinds left out."""
+    backups of undone rewinds left out; only those of `namespaces` when given."""
     sessions = (
         Session.objects.listed()
         .exclude(turn_count=0)
@@ -131,6 +158,8 @@ def recent_sessions(*, query: str = "", agent: str = "", sort: str = "updated") 
     )
     if agent:
         sessions = sessions.filter(agent=agent)
+    if namespaces is not None:
+        sessions = sessions.filter(namespace__in=namespaces)
     if query:
         sessions = sessions.filter(
             Q(title__icontains=query)

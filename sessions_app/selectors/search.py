@@ -24,6 +24,7 @@ from ..formats import TITLE
 from ..formats.markup import tags_removed
 from ..formats.search_text import PART_LABELS, query_terms, short_terms, snippet
 from ..models import Record, SearchText, Session
+from .lists import namespaces_of
 from .search_turns import folded_match, turn_rows
 
 ROW_LIMIT = 400  # record rows fetched per search, best first
@@ -45,6 +46,8 @@ class SearchQuery:
     until: date | None = None
     everything: bool = False  # abandoned branches too (subagents are always searched)
     session: int | None = None  # only in this session (pk)
+    owner: str = ""  # on a hub: only the sessions this user pushed (any machine)
+    machine: str = ""  # on a hub: only the sessions pushed from this machine
 
     @property
     def terms(self) -> list[str]:
@@ -167,6 +170,10 @@ def search_filters(query: SearchQuery) -> tuple[str, list]:
     if query.agent:
         where.append("s.agent = %s")
         params.append(query.agent)
+    if query.owner or query.machine:  # naming none: `IN (NULL)`, true of no row
+        names = namespaces_of(owner=query.owner, machine=query.machine) or [None]
+        where.append(f"s.namespace IN ({', '.join(['%s'] * len(names))})")
+        params.extend(names)
     if query.session is not None:
         where.append("r.session_id = %s")
         params.append(query.session)
