@@ -22,7 +22,7 @@ from .api import ApiRequest, _authenticate, _error, allow
 from .models import HubNamespace, Session
 from .services.audit import API, actor_of_request, audit_record, client_address
 from .services.hub import offering, receiving
-from .services.hub.namespaces import BadHubPath
+from .services.hub.namespaces import BadHubPath, hub_path_check, namespace_folder
 from .services.hub.receiving import PushRefused
 from .services.roots import open_regular
 
@@ -98,18 +98,27 @@ def _body_check(request: HttpRequest, endpoint: str) -> None:
 def _audit(request: ApiRequest, action: str, namespace: str, detail: str) -> None:
     path = request.GET.get("path", "")
     session = None
-    if path and namespace:
-        session = Session.objects.filter(
-            namespace=namespace, path__endswith="/" + path.rsplit("/", 1)[-1]
-        ).first()
+    try:
+        root, rest = hub_path_check(path)
+        file = namespace_folder(namespace) / root / rest
+    except BadHubPath:
+        pass  # not a session file's path: no session to name
+    else:
+        session = Session.objects.filter(path=str(file)).first()
     audit_record(
         actor=actor_of_request(request, origin=API),
         action=action,
         session=session,
         result=None,
         turn=None,
-        detail=f"{namespace} {path} {detail}".strip(),
+        detail=_shown(f"{namespace} {path} {detail}".strip()),
     )
+
+
+def _shown(text: str) -> str:
+    """`text` with its control characters escaped: a hostile path may hold a NUL, which
+    PostgreSQL's text refuses, or line breaks that would forge the log's lines."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _int(request: HttpRequest, name: str) -> int:

@@ -66,8 +66,9 @@ def hub_path_check(path: str) -> tuple[str, PurePosixPath]:
     """(root folder, path under it) of a pushed path such as `.claude/projects/p/<id>.jsonl`.
 
     Only a session file's shape under one of the CLIs' session folders is taken: no `..`,
-    no absolute path, no empty or hidden part below the root folder, a `.jsonl` name."""
-    if not path or "\\" in path or "\x00" in path or path.startswith("/"):
+    no absolute path, no control character, no empty or hidden part below the root
+    folder, a `.jsonl` name."""
+    if not path or "\\" in path or not path.isprintable() or path.startswith("/"):
         raise BadHubPath(f"{path!r}: a path relative to the machine's home is expected")
     parts = PurePosixPath(path).parts
     if any(p in ("", ".", "..") for p in parts):

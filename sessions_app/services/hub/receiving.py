@@ -199,11 +199,11 @@ def chunk_receive(
     root, target = target_of(namespace, path)
     if offset + len(raw) > max_file():
         raise TooLarge(f"a session file on this hub holds at most {max_file()} bytes")
-    _folders_make(namespace, target.parent)
     into = staging_of(target) if staged else target
     flags = os.O_RDWR | os.O_NOFOLLOW | os.O_APPEND
     if staged:
         flags |= os.O_CREAT
+        _folders_make(namespace, target.parent)
     elif offset == 0:
         raise PushRefused("a new or rewritten file is pushed staged, then committed")
     try:

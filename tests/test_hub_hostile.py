@@ -1,0 +1,292 @@
+"""Hostile pushes to a team hub: each is refused with its status, leaves nothing on the hub's
+disk or in its index, and is written to the audit log as "push-refused".
+
+The hub is this process, reached through Django's test client (REMOTE_ADDR 127.0.0.1
+unless a test says otherwise); the hub's folder is the test's own tmp data folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.http import HttpResponse
+from django.test import Client
+
+from sessions_app.models import ApiToken, AuditEntry, HubFile, Session
+from sessions_app.services.hub.namespaces import hub_folder
+from sessions_app.services.hub.receiving import HEAD_PROOF, TAIL_PROOF
+
+from .corpus import FIXTURES
+
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:
+    from backports import zstd
+
+pytestmark = pytest.mark.django_db
+
+PROJECT = "-home-dev-code-webapp"
+SOURCE = next((FIXTURES / "cli/claude" / PROJECT).glob("*.jsonl"))
+PATH = f".claude/projects/{PROJECT}/{SOURCE.name}"
+
+
+def _user(name: str, *perms: str) -> User:
+    user = User.objects.create_user(name)  # no password: tokens only, and no hashing time
+    for codename in perms:
+        user.user_permissions.add(Permission.objects.get(codename=codename))
+    return user
+
+
+def _proof(data: bytes) -> tuple[str, str]:
+    head = hashlib.sha256(data[:HEAD_PROOF]).hexdigest()
+    tail = hashlib.sha256(data[max(0, len(data) - TAIL_PROOF) :]).hexdigest()
+    return head, tail
+
+
+def _stored() -> dict[str, bytes]:
+    """Every file under the hub's folder (staging files too), by its path there."""
+    base = hub_folder()
+    if not base.exists():
+        return {}
+    return {str(p.relative_to(base)): p.read_bytes() for p in base.rglob("*") if not p.is_dir()}
+
+
+@dataclass
+class Hub:
+    client: Client
+    alice: str  # alice's token: push_sessions
+    bob: str  # bob's token: push_sessions too, but not alice's namespaces
+    mute: str  # carol's token: write_sessions, not push_sessions
+
+    def chunk(
+        self,
+        raw: bytes,
+        *,
+        token: str | None = None,
+        namespace: str = "alice@laptop",
+        path: str = PATH,
+        offset: int = 0,
+        staged: bool = True,
+        held: bytes = b"",
+        body: bytes | None = None,
+        length: int | None = None,
+        sha256: str | None = None,
+        **meta: str,
+    ) -> HttpResponse:
+        """POST /api/hub/chunk of `raw` (or of `body` as sent), announced as `length`/`sha256`."""
+        head, tail = _proof(held) if held else ("", "")
+        query = {
+            "namespace": namespace,
+            "path": path,
+            "offset": offset,
+            "length": len(raw) if length is None else length,
+            "sha256": hashlib.sha256(raw).hexdigest() if sha256 is None else sha256,
+            "head": head,
+            "tail": tail,
+            "staged": "1" if staged else "0",
+        }
+        headers = {} if token == "" else {"HTTP_AUTHORIZATION": f"Bearer {token or self.alice}"}
+        return self.client.post(
+            f"/api/hub/chunk?{urllib.parse.urlencode(query)}",
+            zstd.compress(raw) if body is None else body,
+            content_type="application/zstd",
+            **headers,
+            **meta,
+        )
+
+    def commit(self, data: bytes, *, path: str = PATH) -> HttpResponse:
+        query = {
+            "namespace": "alice@laptop",
+            "path": path,
+            "size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
+        return self.client.post(
+            f"/api/hub/commit?{urllib.parse.urlencode(query)}",
+            b"",
+            content_type="application/octet-stream",
+            HTTP_AUTHORIZATION=f"Bearer {self.alice}",
+        )
+
+
+@pytest.fixture
+def hub(tmp_path: Path, settings) -> Hub:
+    settings.DATA_DIR = tmp_path / "data"
+    settings.DATA_DIR.mkdir(mode=0o700)
+    tokens = []
+    for name, perms in (
+        ("alice", ("push_sessions", "write_sessions")),
+        ("bob", ("push_sessions", "write_sessions")),
+        ("carol", ("write_sessions",)),
+    ):
+        _, key = ApiToken.issue(name="laptop", user=_user(name, *perms))
+        tokens.append(key)
+    return Hub(Client(), *tokens)
+
+
+def _refused(response: HttpResponse, status: int, says: str, *, before: dict | None = None) -> None:
+    """Refused with `status` and a JSON error saying `says`; nothing stored; audited."""
+    assert response.status_code == status, response.content
+    assert says in response.json()["error"]
+    assert _stored() == (before or {})
+    if before is None:
+        assert not hub_folder().exists() or not any(hub_folder().iterdir())  # no folder either
+        assert not HubFile.objects.exists()
+        assert not Session.objects.filter(namespace="alice@laptop").exists()
+    refusal = AuditEntry.objects.filter(action="push-refused").first()
+    assert refusal is not None and "alice@laptop" in refusal.detail
+
+
+def test_a_valid_push_is_taken(hub: Hub) -> None:
+    """The control: the requests the hostile ones are made from work when honest."""
+    data = SOURCE.read_bytes()
+    cut = data.index(b"\n", len(data) // 2) + 1
+    assert hub.chunk(data[:cut]).status_code == 200
+    assert hub.chunk(data[cut:], offset=cut, held=data[:cut]).status_code == 200
+    assert hub.commit(data).status_code == 200
+    assert _stored() == {f"alice@laptop/{PATH}": data}
+    assert HubFile.objects.get(path=PATH).size == len(data)
+    assert not AuditEntry.objects.filter(action="push-refused").exists()
+
+
+def test_another_users_token_is_refused(hub: Hub) -> None:
+    response = hub.chunk(SOURCE.read_bytes(), token=hub.bob)
+    _refused(response, 403, "not yours")
+
+
+def test_a_token_without_the_push_permission_is_refused(hub: Hub) -> None:
+    response = hub.chunk(SOURCE.read_bytes(), token=hub.mute)
+    _refused(response, 403, "may not push")
+
+
+def test_no_token_is_refused(hub: Hub) -> None:
+    _refused(hub.chunk(SOURCE.read_bytes(), token=""), 401, "bearer token")
+    _refused(hub.chunk(SOURCE.read_bytes(), token="not-a-token"), 401, "bearer token")
+
+
+@pytest.mark.parametrize(
+    "lie",
+    ["head", "tail", "offset", "no such file"],
+)
+def test_an_append_whose_proof_is_wrong_is_refused(hub: Hub, lie: str) -> None:
+    data = SOURCE.read_bytes()
+    cut = data.index(b"\n", len(data) // 2) + 1
+    if lie != "no such file":
+        hub.chunk(data[:cut])
+        hub.commit(data[:cut])
+    before = _stored()
+    rest = data[cut:]
+    if lie == "head":
+        forged = b"x" + data[1:cut]  # the same size and last bytes, another start
+        response = hub.chunk(rest, offset=cut, staged=False, held=forged)
+    elif lie == "tail":
+        forged = data[: cut - 5] + b"xxxx\n"  # the same size and first bytes, another end
+        response = hub.chunk(rest, offset=cut, staged=False, held=forged)
+    elif lie == "offset":
+        response = hub.chunk(rest[10:], offset=cut + 10, staged=False, held=data[: cut + 10])
+    else:
+        response = hub.chunk(rest, offset=cut, staged=False, held=data[:cut])
+    status = 409
+    _refused(response, status, PATH, before=before or None)
+    if before:
+        assert HubFile.objects.get(path=PATH).size == cut
+        assert Session.objects.get(namespace="alice@laptop").path.endswith(SOURCE.name)
+
+
+def test_a_staged_chunk_whose_proof_is_wrong_is_refused(hub: Hub) -> None:
+    data = SOURCE.read_bytes()
+    cut = data.index(b"\n", len(data) // 2) + 1
+    assert hub.chunk(data[:cut]).status_code == 200
+    before = _stored()
+    response = hub.chunk(data[cut:], offset=cut, held=b"{}" + data[2:cut])
+    assert response.status_code == 409
+    assert _stored() == before  # the staged prefix stays as it was, nothing added
+    assert AuditEntry.objects.filter(action="push-refused").exists()
+
+
+@pytest.mark.parametrize(
+    ("announced", "says"),
+    [
+        ({"length": 100}, "not the 100 announced"),
+        ({"length": 0}, "not the 0 announced"),
+        ({"sha256": "0" * 64}, "SHA-256"),
+        ({"body": b"\x28\xb5\x2f\xfd-not-zstd-after-its-magic"}, "not zstd"),
+        ({"body": b'{"type":"user"}\n'}, "not zstd"),
+    ],
+)
+def test_a_chunk_that_is_not_the_bytes_announced_is_refused(
+    hub: Hub, announced: dict, says: str
+) -> None:
+    response = hub.chunk(SOURCE.read_bytes(), **announced)
+    _refused(response, 400, says)
+
+
+def test_a_zstd_bomb_is_refused_without_inflating_it(hub: Hub) -> None:
+    bomb = zstd.compress(b"\n" * (256 << 20), level=19)  # 256 MB in a few kB
+    assert len(bomb) < 64 << 10
+    raw = b'{"type":"user"}\n'
+    response = hub.chunk(raw, body=bomb)
+    _refused(response, 400, f"not the {len(raw)} announced")
+    # Announced as what it holds, it is over the hub's chunk size: refused before inflating.
+    response = hub.chunk(raw, body=bomb, length=256 << 20)
+    _refused(response, 413, "at most")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f".claude/projects/{PROJECT}/../../.credentials.json",
+        f".claude/projects/../../.ssh/{SOURCE.name}",
+        f"/home/alice/.claude/projects/{PROJECT}/{SOURCE.name}",
+        ".claude/.credentials.json",
+        ".claude/projects/.credentials.json",
+        ".claude/settings.json",
+        ".ssh/id_rsa",
+        ".ssh/id_rsa.jsonl",
+        ".bashrc",
+        f".claude/projects/{PROJECT}/.git/{SOURCE.name}",
+        f".claude/projects/{PROJECT}\\..\\..\\x.jsonl",
+        f".claude/projects/{PROJECT}/x.jsonl\x00.txt",
+        f".claude/projects/{PROJECT}/x\n.jsonl",
+        "",
+    ],
+)
+def test_a_path_outside_the_clis_session_folders_is_refused(hub: Hub, path: str) -> None:
+    response = hub.chunk(SOURCE.read_bytes(), path=path)
+    _refused(response, 400, "")
+    assert AuditEntry.objects.filter(action="push-refused").count() == 1
+
+
+def test_a_commit_of_a_bad_path_is_refused(hub: Hub) -> None:
+    response = hub.commit(SOURCE.read_bytes(), path=".claude/../.ssh/x.jsonl")
+    _refused(response, 400, "'..'")
+
+
+def test_a_2_gb_body_is_refused_before_it_is_read(hub: Hub) -> None:
+    # The test client's body cannot be read past its 9 bytes: reading it would fail the test.
+    forged = str(2 << 30)
+    response = hub.chunk(b"small", CONTENT_LENGTH=forged)
+    _refused(response, 413, "at most")
+    response = hub.client.post(
+        "/api/hub/state?namespace=alice@laptop",
+        b'{"paths":[]}',
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {hub.alice}",
+        CONTENT_LENGTH=forged,
+    )
+    _refused(response, 413, "at most")
+
+
+def test_plain_http_from_off_this_machine_is_refused(hub: Hub) -> None:
+    response = hub.chunk(SOURCE.read_bytes(), REMOTE_ADDR="203.0.113.7")
+    _refused(response, 403, "HTTPS only")
+    assert AuditEntry.objects.get(action="push-refused").remote_addr == "203.0.113.7"
+    # The same over HTTPS is taken (the check is the transport, not the address).
+    response = hub.chunk(SOURCE.read_bytes(), REMOTE_ADDR="203.0.113.7", secure=True)
+    assert response.status_code == 200
