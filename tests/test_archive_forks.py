@@ -52,18 +52,18 @@ def test_a_retitled_fork_is_archived_with_its_final_title_line(
     imported: Path, small_pieces: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = Session.objects.select_related("project").get(path=str(imported / CLAUDE))
-    real = forking.read_back
     made: list[Session] = []
     started: list[bool] = []
 
-    def meanwhile(*args, **kwargs):
-        # Another branch takes the title while this one's file is read back.
-        if not started:
-            started.append(True)
-            made.append(session_fork(session=source))
-        return real(*args, **kwargs)
+    class Meanwhile(forking._ReadingBack):
+        def __init__(self, *args, **kwargs) -> None:
+            # Another branch takes the title while this one's file is read back.
+            if not started:
+                started.append(True)
+                made.append(session_fork(session=source))
+            super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(forking, "read_back", meanwhile)
+    monkeypatch.setattr(forking, "_ReadingBack", Meanwhile)
     new = session_fork(session=source)
     raw = Path(new.path).read_bytes()
     assert raw.splitlines()[-1].count(b"(Branch 2)") == 1

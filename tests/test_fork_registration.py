@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sessions_app.models import Record, Session
-from sessions_app.services.branching import forking, readback, session_fork
+from sessions_app.services.branching import WriteCheckFailed, forking, readback, session_fork
 from sessions_app.services.branching.registering import reindex
 
 from .facts import TURNS
@@ -111,18 +111,18 @@ def test_a_title_taken_while_the_file_was_written_is_written_again(
 ) -> None:
     relpath = next(r for r, n in sorted(TURNS.items()) if n >= 2 and "/qwen/" in r)
     source = Session.objects.select_related("project").get(path=str(imported / relpath))
-    real = forking.read_back
     made: list[Session] = []
     started: list[bool] = []
 
-    def meanwhile(*args, **kwargs):
-        # Another fork of the same session registers first, with the same title.
-        if not started:
-            started.append(True)
-            made.append(session_fork(session=source))
-        return real(*args, **kwargs)
+    class Meanwhile(forking._ReadingBack):
+        def __init__(self, *args, **kwargs) -> None:
+            # Another fork of the same session registers first, with the same title.
+            if not started:
+                started.append(True)
+                made.append(session_fork(session=source))
+            super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(forking, "read_back", meanwhile)
+    monkeypatch.setattr(forking, "_ReadingBack", Meanwhile)
     new = session_fork(session=source)
     assert made[0].title.endswith("(Branch)")
     assert new.title.endswith("(Branch 2)")
@@ -191,3 +191,29 @@ def test_a_fork_its_bytes_cannot_vouch_for_is_checked_on_its_graph(
     reindex(new, full=True)
     assert facts(new) == derived
     assert new.turn_count == 2
+
+
+def test_a_plain_fork_is_read_back_while_its_rows_are_inserted_and_a_failed_check_leaves_nothing(
+    imported: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = readback.read_back_plain
+    early: list[bool] = []
+
+    def failing(*args, **kwargs):
+        found = real(*args, **kwargs)
+        if kwargs.get("counted") is not None:  # in its thread, the rows being inserted
+            early.append(True)
+            raise WriteCheckFailed("for the test")
+        return found
+
+    monkeypatch.setattr(readback, "read_back_plain", failing)
+    for relpath in sorted(r for r, n in TURNS.items() if n):
+        source = Session.objects.select_related("project").get(path=str(imported / relpath))
+        files = sorted(Path(source.path).parent.iterdir())
+        sessions, records = Session.objects.count(), Record.objects.count()
+        try:
+            session_fork(session=source)
+        except WriteCheckFailed:
+            assert Session.objects.count() == sessions and Record.objects.count() == records
+            assert sorted(Path(source.path).parent.iterdir()) == files
+    assert len(early) >= 5  # branches of one-chain sessions (5 of the corpus's 13 today)

@@ -32,9 +32,11 @@ from .readback import ReadBack
 COPIED = RECORD_COLUMNS[RECORD_COLUMNS.index("uuid") : RECORD_COLUMNS.index("error") + 1]
 
 
-def _mapping(written: Written, found: ReadBack) -> list[list[int | None]]:
+def _mapping(
+    written: Written, found_tokens: list[tuple[int, int, int]] | None
+) -> list[list[int | None]]:
     """[source line, new line, offset, length, CRC-32, tokens in, tokens out] per kept line."""
-    tokens = {k: (t_in, t_out) for k, t_in, t_out in found.tokens or ()}
+    tokens = {k: (t_in, t_out) for k, t_in, t_out in found_tokens or ()}
     out: list[list[int | None]] = []
     offset = 0
     for k, (line, length, crc) in enumerate(
@@ -47,9 +49,18 @@ def _mapping(written: Written, found: ReadBack) -> list[list[int | None]]:
 
 
 def insert_rows(source: Session, new: Session, written: Written, found: ReadBack) -> None:
-    """The new session's record rows: the kept source rows, renumbered, in one statement."""
+    """The new session's record rows: the kept source rows, renumbered, and the title's."""
+    insert_kept_rows(source, new, written, found.tokens)
+    insert_title_row(new, written, found)
+
+
+def insert_kept_rows(
+    source: Session, new: Session, written: Written, tokens: list[tuple[int, int, int]] | None
+) -> None:
+    """The kept source rows, renumbered, in one statement (`tokens`: the read-back's, where
+    they differ from the source rows')."""
     table = Record._meta.db_table
-    mapping = _mapping(written, found)
+    mapping = _mapping(written, tokens)
     copied = ", ".join(f'r."{c}"' if c == "timestamp" else f"r.{c}" for c in COPIED)
     head = (
         f"INSERT INTO {table} ({', '.join(RECORD_COLUMNS)}) "
@@ -76,10 +87,10 @@ def insert_rows(source: Session, new: Session, written: Written, found: ReadBack
         cursor.execute(sql, params)
         if cursor.rowcount not in (-1, len(mapping)):
             raise RuntimeError(f"{cursor.rowcount} rows copied instead of {len(mapping)}")
-        _insert_title(cursor, new, written, found)
 
 
-def _insert_title(cursor, new: Session, written: Written, found: ReadBack) -> None:
+def insert_title_row(new: Session, written: Written, found: ReadBack) -> None:
+    """The title record's row, the file's last line."""
     k = len(written.src)
     node = found.nodes[-1]  # the title's, the file's last line
     title = found.title_record
@@ -108,11 +119,12 @@ def _insert_title(cursor, new: Session, written: Written, found: ReadBack) -> No
         "starts_turn": k in found.analysis.prompt_lines,
     }
     table = Record._meta.db_table
-    cursor.execute(
-        f"INSERT INTO {table} ({', '.join(RECORD_COLUMNS)}) "  # noqa: S608 (names are ours)
-        f"VALUES ({', '.join(['%s'] * len(RECORD_COLUMNS))})",
-        [values[c] for c in RECORD_COLUMNS],
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} ({', '.join(RECORD_COLUMNS)}) "  # noqa: S608 (names are ours)
+            f"VALUES ({', '.join(['%s'] * len(RECORD_COLUMNS))})",
+            [values[c] for c in RECORD_COLUMNS],
+        )
 
 
 def new_session_row(
@@ -123,9 +135,13 @@ def new_session_row(
     written: Written,
     found: ReadBack,
     maker: PieceMaker | None = None,
+    row: Session | None = None,
 ) -> Session:
     """The new session's row, as a fresh import of the file would write it (saved), and its
-    archive (from the pieces `maker` made of the kept lines as they were written, if any)."""
+    archive (from the pieces `maker` made of the kept lines as they were written, if any).
+
+    `row`: the row saved for it beforehand (`session_row_early`), which this completes.
+    """
     st = os.lstat(path)
     nodes, analysis = found.nodes, found.analysis
     title = found.title_record
@@ -165,9 +181,22 @@ def new_session_row(
         )[:128],
         imported_at=timezone.now(),
     )
-    new.save()
+    if row is not None:
+        new.pk, new.made_at = row.pk, row.made_at
+        new.save(force_update=True)
+    else:
+        new.save()
     if maker is None or not archive_made(session=new, maker=maker, tail=found.title_line):
         archive_written(session=new, path=path)
+    return new
+
+
+def session_row_early(source: Session, *, path: Path, new_id: str) -> Session:
+    """The new session's row before its read-back is done, for its records to name; only
+    `new_session_row(row=...)` makes it what an import would write (same transaction)."""
+    new = Session(project_id=source.project_id, session_id=new_id, path=str(path))
+    new.agent = source.agent
+    new.save()
     return new
 
 

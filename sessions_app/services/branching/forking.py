@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
@@ -17,7 +19,14 @@ from ..archive import PieceMaker
 from ..files import NewFile, new_file
 from ..roots import UnsafePath, check_inside
 from .copying import base_fields, intended_prompts, write_kept
-from .deriving import count_tokens, insert_rows, new_session_row
+from .deriving import (
+    count_tokens,
+    insert_kept_rows,
+    insert_rows,
+    insert_title_row,
+    new_session_row,
+    session_row_early,
+)
 from .errors import (
     BranchingUnsupported,
     InvalidTurn,
@@ -29,6 +38,7 @@ from .guards import check_paths, check_readable, check_turn, check_unchanged
 from .kept import Unproven, Written
 from .prefixing import fork_prefix
 from .readback import ReadBack, read_back
+from .readback_plain import recounting
 from .registering import (
     Expected,
     fork_put_in_place,
@@ -120,11 +130,14 @@ def fork(
     chosen = unique_title(session, title)
     written = Written(off_branch=revived is not None)
     try:
-        with new_file(target) as temp, PieceMaker() as maker:
+        with (
+            new_file(target) as temp,
+            PieceMaker() as maker,
+            _Behind(temp.out, maker if elsewhere is None else None) as out,
+        ):
             # No database lock is held while the file is streamed, fsynced and read back.
-            # The archive's pieces of the kept lines are made meanwhile, in a thread (a
-            # fork elsewhere is indexed, and archived, by a full import).
-            out = temp.out if elsewhere is not None else _Teed(temp.out, maker)
+            # The file is written, and the archive's pieces of the kept lines are made,
+            # in threads meanwhile (a fork elsewhere is archived by its full import).
             last_uuid = write_kept(
                 session,
                 out,
@@ -137,21 +150,17 @@ def fork(
             )
             if revived is not None:
                 last_uuid = revived.leaf  # the branch's end, whatever follows it in the file
+            out.drain()
             line = title_line(session, new_id, chosen, last_uuid, base)
             temp.out.write(line)
             check_unchanged(session)
             temp.finish()
-            found: ReadBack | None = None
-            try:
-                # A fork elsewhere differs from its source in more than the read-back
-                # checks: it is indexed from scratch and checked (`index_written`).
-                if elsewhere is None:
-                    found = read_back(
-                        session, temp.path, written, new_id=new_id, title_line=line, turns=cut,
-                        prompts=prompts,
-                    )  # fmt: skip
-            except Unproven:
-                found = None
+            # A fork elsewhere differs from its source in more than the read-back
+            # checks: it is indexed from scratch and checked (`index_written`).
+            reading = _ReadingBack(
+                session, temp.path, written, new_id=new_id, title_line=line, turns=cut,
+                prompts=prompts, skip=elsewhere is not None,
+            )  # fmt: skip
             try:
                 with transaction.atomic():
                     Project.objects.select_for_update().get(pk=session.project_id)
@@ -159,10 +168,11 @@ def fork(
                     if again != chosen:
                         # Another fork took the title meanwhile: the title line, the
                         # file's last, is written again with the next free one.
+                        found = reading.result()
                         line = title_line(session, new_id, again, last_uuid, base)
                         _retitle(session, temp, sum(written.length), line, new_id, found)
                     new = _register(
-                        session, temp, target, new_id, written, found, cut, prompts, maker
+                        session, temp, target, new_id, written, reading, cut, prompts, maker
                     )
                     # A branch brought back split after its `split` turn, 0 included.
                     split = turn if revived is not None else (turn or cut)
@@ -171,6 +181,8 @@ def fork(
                 if temp.linked:
                     target.unlink(missing_ok=True)
                 raise
+            finally:
+                reading.close()
     except FileExistsError:
         raise TargetExists(f"{target} already exists; nothing was written") from None
     return new
@@ -182,12 +194,35 @@ def _register(
     target: Path,
     new_id: str,
     written: Written,
-    found: ReadBack | None,
+    reading: _ReadingBack,
     cut: int,
     prompts: list[str],
     maker: PieceMaker,
 ) -> Session:
     """The new session's index: derived from the source's, or (unproven) a full import."""
+    if reading.early:
+        try:
+            # The kept rows are inserted while the read-back runs (SQLite and PostgreSQL
+            # let go of the GIL); undone unless it vouches for the file on its bytes.
+            with transaction.atomic():
+                row = session_row_early(session, path=target, new_id=new_id)
+                insert_kept_rows(session, row, written, None)
+                found = reading.result()
+                if found is None or not found.plain:
+                    raise _NotPlain
+                new = new_session_row(
+                    session, path=temp.path, new_id=new_id, written=written, found=found,
+                    maker=maker, row=row,
+                )  # fmt: skip
+                new.path = str(target)
+                new.save(update_fields=["path"])
+                insert_title_row(new, written, found)
+                count_tokens(new)
+                times_from_rows(new)
+                return new
+        except _NotPlain:
+            pass
+    found = reading.result()
     if found is None:
         expected = Expected(turns=cut, prompts=prompts)
         source = session_file_of(session, target, new_id)
@@ -208,15 +243,115 @@ def _register(
     return new
 
 
-class _Teed:
-    """The temporary file, whose every block also goes to the archive's piece maker."""
+class _NotPlain(Exception):
+    """The read-back did not vouch for the file on its bytes: the rows inserted go."""
 
-    def __init__(self, out: BinaryIO, maker: PieceMaker) -> None:
+
+class _ReadingBack:
+    """The new file read back against the rows it will get (`found`: None when unproven).
+
+    A plain fork whose token counts are its source rows' is read back on its bytes in a
+    thread (`early`: its rows may be inserted meanwhile, and wait for its verdict before
+    anything is committed); any other is read back here and now.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        temp: Path,
+        written: Written,
+        *,
+        new_id: str,
+        title_line: bytes,
+        turns: int,
+        prompts: list[str],
+        skip: bool,
+    ) -> None:
+        self.session, self.temp, self.written = session, temp, written
+        self.args = {"new_id": new_id, "title_line": title_line, "turns": turns, "prompts": prompts}
+        self.found: ReadBack | None = None
+        self.pool: ThreadPoolExecutor | None = None
+        self.future: Future | None = None
+        if skip:
+            return
+        counted = recounting(session, written) if written.plain else None
+        if counted is not None and counted != (True, False):
+            self.pool = ThreadPoolExecutor(1)
+            self.future = self.pool.submit(
+                read_back, session, temp, written, counted=counted, **self.args
+            )
+            return
+        try:
+            self.found = read_back(session, temp, written, **self.args)
+        except Unproven:
+            self.found = None
+
+    @property
+    def early(self) -> bool:
+        return self.future is not None
+
+    def result(self) -> ReadBack | None:
+        """What the read-back found (waits for it); a failed check raises."""
+        if self.future is not None:
+            future, self.future = self.future, None
+            try:
+                self.found = future.result()
+            except Unproven:
+                try:
+                    # On its graph (the bytes could not vouch for it), here: it reads rows.
+                    self.found = read_back(
+                        self.session, self.temp, self.written, plain=False, **self.args
+                    )
+                except Unproven:
+                    self.found = None
+        return self.found
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Behind:
+    """The temporary file, written block by block, in order, from a thread while the copy
+    goes on (the kernel's copy of the bytes lets go of the GIL); each block also goes to
+    the archive's piece maker. `drain` waits for every block and raises a failed write."""
+
+    AHEAD = 2  # blocks handed over and not yet written, at most
+
+    def __init__(self, out: BinaryIO, maker: PieceMaker | None) -> None:
         self.out, self.maker = out, maker
+        self.pool = ThreadPoolExecutor(1)
+        self.queued: deque[Future] = deque()
+        self.failed = False
+
+    def __enter__(self) -> _Behind:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.failed = True  # what is still queued is not written
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
     def write(self, data: bytes | bytearray) -> int:
-        self.maker.add(data)
-        return self.out.write(data)
+        block = bytes(data)  # the copy reuses its buffer
+        while len(self.queued) >= self.AHEAD:
+            self.queued.popleft().result()
+        self.queued.append(self.pool.submit(self._write, block))
+        return len(block)
+
+    def _write(self, block: bytes) -> None:
+        if self.failed:
+            return  # never a later block after a failed one
+        try:
+            self.out.write(block)
+        except BaseException:
+            self.failed = True
+            raise
+        if self.maker is not None:
+            self.maker.add(block)
+
+    def drain(self) -> None:
+        while self.queued:
+            self.queued.popleft().result()
 
 
 def _folder_for(session: Session, elsewhere: Elsewhere) -> Path:

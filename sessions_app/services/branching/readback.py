@@ -56,16 +56,42 @@ def read_back(
     title_line: bytes,
     turns: int,
     prompts: list[str],
+    counted: tuple[bool, bool] | None = None,
+    plain: bool = True,
 ) -> ReadBack:
-    """Read the temporary file back against the rows it will get; `Unproven` when in doubt."""
-    if written.plain:
+    """Read the temporary file back against the rows it will get; `Unproven` when in doubt.
+
+    `counted` (`recounting`'s answer): on the bytes only, reading no database (in a thread
+    of its own), `Unproven` where the graph would be needed. `plain=False`: not on the
+    bytes (they could not vouch for the file).
+    """
+    if written.plain and plain:
         try:
             return read_back_plain(
                 session, temp, written, new_id=new_id, title_line=title_line, turns=turns,
-                prompts=prompts,
+                prompts=prompts, counted=counted,
             )  # fmt: skip
         except Unproven:
-            pass
+            if counted is not None:
+                raise
+    elif counted is not None:
+        raise Unproven("not a plain fork")
+    return read_back_graph(
+        session, temp, written, new_id=new_id, title_line=title_line, turns=turns, prompts=prompts
+    )
+
+
+def read_back_graph(
+    session: Session,
+    temp: Path,
+    written: Written,
+    *,
+    new_id: str,
+    title_line: bytes,
+    turns: int,
+    prompts: list[str],
+) -> ReadBack:
+    """The read-back of a fork that is not plain, or not proven so on its bytes."""
     if not written.nodes:
         written.load_graph(rows(session, fork_only=not written.off_branch))
     agent = agent_for(session.agent)

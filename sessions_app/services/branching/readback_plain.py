@@ -76,8 +76,13 @@ def read_back_plain(
     title_line: bytes,
     turns: int,
     prompts: list[str],
+    counted: tuple[bool, bool] | None = None,
 ) -> ReadBack:
-    """The plain fork's read-back, on bytes (see the module docstring)."""
+    """The plain fork's read-back, on bytes (see the module docstring).
+
+    `counted`: `recounting`'s answer, asked beforehand (then the read-back reads no
+    database, and may run in a thread of its own).
+    """
     agent = agent_for(session.agent)
     count = len(written.src)
     uuids = {u for u in written.uuids if u}
@@ -101,17 +106,8 @@ def read_back_plain(
     source_id = str(session.session_id)
     old_needle, new_needle = id_member(source_id), id_member(new_id)
     size = len(new_needle)
-    recount = written.assistants != session.records.filter(kind=ASSISTANT).count()
-    # Kept assistant records that are all of the source's up to the last kept one count
-    # as they did there (the importer's rule runs in file order): their rows' tokens
-    # stand, and only the lines that name a model not yet seen, and the last, are parsed.
+    recount, prefix = counted if counted is not None else recounting(session, written)
     last_assistant = max((k for k, a in enumerate(written.assistant) if a), default=-1)
-    prefix = (
-        recount
-        and last_assistant >= 0
-        and session.records.filter(kind=ASSISTANT, line__lte=written.src[last_assistant]).count()
-        == written.assistants
-    )
     wanted_models = set(session.models_used or [])
     tokens: list[tuple[int, int, int]] = []
     models: list[str] = []
@@ -193,6 +189,25 @@ def read_back_plain(
     with temp.open("rb") as f:
         found.head = f.read(HEAD_BYTES)
     return found
+
+
+def recounting(session: Session, written: Written) -> tuple[bool, bool]:
+    """Whether the kept assistant lines' tokens are counted again (some are left out), and
+    whether only some of them are (`prefix`).
+
+    Kept assistant records that are all of the source's up to the last kept one count
+    as they did there (the importer's rule runs in file order): their rows' tokens
+    stand, and only the lines that name a model not yet seen, and the last, are parsed.
+    """
+    recount = written.assistants != session.records.filter(kind=ASSISTANT).count()
+    last_assistant = max((k for k, a in enumerate(written.assistant) if a), default=-1)
+    prefix = (
+        recount
+        and last_assistant >= 0
+        and session.records.filter(kind=ASSISTANT, line__lte=written.src[last_assistant]).count()
+        == written.assistants
+    )
+    return recount, prefix
 
 
 def _cwd_and_branch_plain(
