@@ -138,7 +138,7 @@ def _pager_urls(request: HttpRequest, page: SessionPage) -> tuple[str, str]:
     return urls[0], urls[1]
 
 
-def _hub_filter(request: HttpRequest) -> dict:
+def _hub_filter(request: HtmxHttpRequest) -> dict:
     """What a list of every project shows of the hub's filters: the owner and machine asked
     for, the namespaces they name (None: not narrowed), the choices, and the way back."""
     owner, machine = hub_filters(request.GET)

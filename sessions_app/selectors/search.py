@@ -170,8 +170,8 @@ def search_filters(query: SearchQuery) -> tuple[str, list]:
     if query.agent:
         where.append("s.agent = %s")
         params.append(query.agent)
-    if query.owner or query.machine:  # naming none: `IN (NULL)`, true of no row
-        names = namespaces_of(owner=query.owner, machine=query.machine) or [None]
+    if query.owner or query.machine:  # none named: "@", which no namespace is
+        names = namespaces_of(owner=query.owner, machine=query.machine) or ["@"]
         where.append(f"s.namespace IN ({', '.join(['%s'] * len(names))})")
         params.extend(names)
     if query.session is not None:
