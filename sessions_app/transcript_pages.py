@@ -68,12 +68,17 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         "branch_refusal": (cannot_branch := branching_refusal(session.agent)),
         "can_write": can_write(request.user) and not cannot_branch,
         "can_worktree": (
-            not cannot_branch and can_manage_worktrees(request.user) and worktree_possible(session)
+            not cannot_branch
+            and not session.namespace
+            and can_manage_worktrees(request.user)
+            and worktree_possible(session)
         ),
+        # A machine's pushed session on a hub: only what makes new files is offered.
+        "pushed": bool(session.namespace),
     }
     # No run panel for a CLI that cannot be carried on from here (its door refuses too).
     runnable = not cannot_branch and session.agent_profile.run_args is not None
-    if can_run(request.user) and not branch and runnable:
+    if can_run(request.user) and not branch and runnable and not session.namespace:
         latest = session.runs.first()
         context.update(can_run=True, modes=MODES.values(), run=latest and run_refresh(latest))
         context["run_here"] = bool(session.cwd) and os.path.isdir(session.cwd)

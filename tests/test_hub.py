@@ -248,3 +248,25 @@ def test_every_push_is_audited(machine: Path, alice: Hub) -> None:
     pushes = AuditEntry.objects.filter(action="push")
     assert pushes.count() >= len(_sessions(machine))
     assert all(e.actor == "token:laptop" and "alice@laptop" in e.detail for e in pushes)
+
+
+def test_a_pushed_sessions_page_offers_branching_but_no_rewind_or_run(
+    machine: Path, alice: Hub, settings
+) -> None:
+    from django.test import Client
+
+    settings.ALLOW_RUNS = True
+    push(alice)
+    local = max(_sessions(machine), key=lambda p: p.stat().st_size)
+    source = Session.objects.get(namespace="alice@laptop", session_id=local.stem)
+    page = Client().get(f"/sessions/{source.ref}/").content.decode()
+    assert 'id="pushed-note"' in page and "Pushed from <strong>alice@laptop</strong>" in page
+    assert 'class="branch-here"' in page and 'class="edit-fork"' in page
+    assert 'class="rewind-here"' not in page and 'id="run-panel"' not in page
+    # The machine's own copy of the same session is its own: rewinding is offered there.
+    from sessions_app.services.importing import sessions_import
+
+    sessions_import(roots=settings.SESSION_ROOTS)
+    mine = Session.objects.get(namespace="", session_id=local.stem)
+    page = Client().get(f"/sessions/{mine.ref}/").content.decode()
+    assert 'class="rewind-here"' in page and 'id="pushed-note"' not in page
