@@ -146,7 +146,11 @@ def search_view(request: ApiRequest) -> HttpResponse:
             }
             for hit in group.hits
         ]
-        listed = {"session_id": str(group.session.session_id), "title": group.session.title}
+        listed = {
+            "session_id": str(group.session.session_id),
+            "ref": group.session.ref,  # the id, or user@machine/<id> on a hub
+            "title": group.session.title,
+        }
         sessions.append({**listed, "agent": group.session.agent, "more": group.more, "hits": hits})
     return JsonResponse(
         {

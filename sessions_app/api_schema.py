@@ -23,6 +23,7 @@ _SEARCH = {
                 "type": "object",
                 "properties": {
                     "session_id": {"type": "string", "format": "uuid"},
+                    "ref": {"type": "string", "description": "user@machine/<id> on a hub"},
                     "title": {"type": "string"},
                     "agent": {"type": "string"},
                     "more": {"type": "integer", "description": "hits beyond those listed"},
@@ -293,7 +294,6 @@ OPENAPI: dict = {
             }
         },
         "/api/sessions/{session_id}/rewind/undo": {"post": {"summary": "Undo", **_NO_BODY}},
-        # Restore: the removed file written back from the archive (409 if a file is there).
         "/api/sessions/{session_id}/restore": {"post": {"summary": "Restore", **_NO_BODY}},
         **hub_paths(_query, _responses),
     },
