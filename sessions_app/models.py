@@ -71,8 +71,7 @@ class Session(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sessions")
     session_id = models.UUIDField(db_index=True)
-    # Its project's namespace (`Project.namespace`), kept here for lookups by id: the
-    # same id pushed from two machines is two sessions, each found by (namespace, id).
+    # Its project's namespace, for lookups by (namespace, id): ids may repeat across machines.
     namespace = models.CharField(max_length=130, blank=True, default="")
     path = models.CharField(max_length=4096, unique=True)
     agent = models.CharField(max_length=16, choices=AGENT_LABELS)
@@ -279,7 +278,7 @@ from .models_archive import ArchivePiece  # noqa: E402
 from .models_hub import HubFile, HubNamespace  # noqa: E402
 from .models_import import ImportStatus  # noqa: E402
 from .models_runs import Run  # noqa: E402
-from .models_search import SearchText  # noqa: E402
+from .models_search import SearchChunk, SearchText  # noqa: E402
 from .models_skips import SkippedFile  # noqa: E402
 from .models_usage import Usage  # noqa: E402
 
@@ -293,6 +292,7 @@ __all__ = [
     "Project",
     "Record",
     "Run",
+    "SearchChunk",
     "SearchText",
     "Session",
     "SkippedFile",
