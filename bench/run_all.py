@@ -64,6 +64,12 @@ BENCHES = [
         ["--size-mb", "20", "--repeat", "1"],
     ),
     Bench("watch", "bench_watch_tick.py", ["--sizes", "300,10000"], ["--sizes", "30,300"]),
+    Bench(
+        "hub",
+        "bench_hub.py",
+        ["--session-mb", "300", "--small-mb", "30", "--machines", "100"],
+        ["--quick"],
+    ),
 ]
 
 
@@ -417,6 +423,16 @@ def parse_watch(text: str) -> dict[str, Any] | None:
     return {"rows": rows} if rows else None
 
 
+def parse_hub(text: str) -> dict[str, Any] | None:
+    """bench_hub: its summary rows (what, figure, baseline, ratio, target), as it printed them."""
+    for line in text.splitlines():
+        if line.startswith("BENCH_JSON "):
+            rows = json.loads(line[len("BENCH_JSON ") :]).get("hub_rows")
+            if rows and all(isinstance(r, list) and len(r) == 5 for r in rows):
+                return {"rows": [tuple(str(c) for c in r) for r in rows]}
+    return None
+
+
 PARSERS: dict[str, Callable[[str], dict[str, Any] | None]] = {
     "whole": parse_whole,
     "import": parse_import,
@@ -425,6 +441,7 @@ PARSERS: dict[str, Callable[[str], dict[str, Any] | None]] = {
     "pages": parse_pages,
     "scale": parse_scale,
     "watch": parse_watch,
+    "hub": parse_hub,
 }
 
 
@@ -671,6 +688,12 @@ def summary(benches: dict[str, Bench]) -> list[tuple[str, str, str, str, str]]:
             )
     else:
         absent("watch", "watcher tick with one changed file, 300 MB and 10 GB")
+    hub = parsed.get("hub")
+    if hub:
+        for what, *rest in hub["rows"]:
+            rows.append((what if what.startswith("  ") else f"hub: {what}", *rest))
+    else:
+        absent("hub", "hub: 300 MB push vs cp+sync, append to the hub, 100 machines, memory")
     for name, result in parsed.items():
         if result is None and benches[name].status == "ok":
             benches[name].parsed.add("unreadable")
