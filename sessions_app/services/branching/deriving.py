@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 from django.db import connection
-from django.db.models import Sum
+from django.db.models import Max, Min, Sum
 from django.utils import timezone
 
 from ...formats import collapse
@@ -136,11 +136,14 @@ def new_session_row(
     found: ReadBack,
     maker: PieceMaker | None = None,
     row: Session | None = None,
+    name: Path | None = None,
 ) -> Session:
     """The new session's row, as a fresh import of the file would write it (saved), and its
     archive (from the pieces `maker` made of the kept lines as they were written, if any).
 
-    `row`: the row saved for it beforehand (`session_row_early`), which this completes.
+    `row`: the row saved for it beforehand (`session_row_early`), which this completes,
+    its records all inserted: its token totals and times are taken from them. `name`: the
+    path the file will have (else `path`, where it is now).
     """
     st = os.lstat(path)
     nodes, analysis = found.nodes, found.analysis
@@ -153,7 +156,7 @@ def new_session_row(
         project_id=source.project_id,
         session_id=new_id,
         namespace=source.namespace,
-        path=str(path),
+        path=str(name or path),
         agent=source.agent,
         custom_title=custom,
         title=(custom or title_text(first))[:TITLE_LIMIT],
@@ -183,6 +186,7 @@ def new_session_row(
     )
     if row is not None:
         new.pk, new.made_at = row.pk, row.made_at
+        _totals_from_rows(new)
         new.save(force_update=True)
     else:
         new.save()
@@ -195,9 +199,20 @@ def session_row_early(source: Session, *, path: Path, new_id: str) -> Session:
     """The new session's row before its read-back is done, for its records to name; only
     `new_session_row(row=...)` makes it what an import would write (same transaction)."""
     new = Session(project_id=source.project_id, session_id=new_id, path=str(path))
-    new.agent = source.agent
+    new.namespace, new.agent = source.namespace, source.agent
     new.save()
     return new
+
+
+def _totals_from_rows(new: Session) -> None:
+    """Token totals (`count_tokens`) and first and last times (`times_from_rows`) from the
+    session's rows, in one query; not saved."""
+    sums = Record.objects.filter(session_id=new.pk).aggregate(
+        i=Sum("input_tokens"), o=Sum("output_tokens"), first=Min("timestamp"), last=Max("timestamp")
+    )
+    new.input_tokens, new.output_tokens = sums["i"] or 0, sums["o"] or 0
+    if sums["first"] is not None:
+        new.started_at, new.updated_at = sums["first"], sums["last"]
 
 
 def count_tokens(new: Session) -> None:

@@ -210,16 +210,11 @@ def _register(
                 found = reading.result()
                 if found is None or not found.plain:
                     raise _NotPlain
-                new = new_session_row(
+                insert_title_row(row, written, found)
+                return new_session_row(
                     session, path=temp.path, new_id=new_id, written=written, found=found,
-                    maker=maker, row=row,
+                    maker=maker, row=row, name=target,
                 )  # fmt: skip
-                new.path = str(target)
-                new.save(update_fields=["path"])
-                insert_title_row(new, written, found)
-                count_tokens(new)
-                times_from_rows(new)
-                return new
         except _NotPlain:
             pass
     found = reading.result()
