@@ -18,13 +18,13 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, UnreadablePostError
-from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from . import selectors
+from .api_auth import ApiRequest, allow, authenticate, error
 from .api_schema import OPENAPI
-from .models import ApiToken, Session
-from .permissions import WORKTREE_PERMISSION, WRITE_PERMISSION
+from .models import Session
+from .permissions import WORKTREE_PERMISSION
 from .refusals import BodyTooLarge, LengthRequired, WorktreeForbidden, status_of
 from .search_pages import BadSearch, hit_url, search_query
 from .selectors.search import search
@@ -39,34 +39,6 @@ from .services.fresh_start import fresh_start
 from .services.worktrees import fork_where_asked
 
 
-class ApiRequest(HttpRequest):
-    """A request the bearer token let in; the audit log names the token."""
-
-    api_token: ApiToken
-
-
-def _error(status: int, message: str) -> JsonResponse:
-    return JsonResponse({"error": message}, status=status)
-
-
-def allow(*methods: str) -> Callable:
-    """Like Django's require_http_methods, but the 405 is JSON like every API error."""
-
-    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-        @wraps(view)
-        def wrapped(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
-            if request.method not in methods:
-                allowed = " or ".join(methods)
-                response = _error(405, f"{request.method} is not allowed here; use {allowed}")
-                response["Allow"] = ", ".join(methods)
-                return response
-            return view(request, *args, **kwargs)
-
-        return wrapped
-
-    return decorate
-
-
 def token_required(*, write: bool) -> Callable:
     """Authenticate by bearer token (401 without one); writes need the permission (403).
 
@@ -79,43 +51,20 @@ def token_required(*, write: bool) -> Callable:
         @login_not_required
         @wraps(view)
         def wrapped(request: ApiRequest, session_id: uuid.UUID) -> HttpResponse:
-            refused = _authenticate(request, write=write)
+            refused = authenticate(request, write=write)
             if refused is not None:
                 return refused
             session = selectors.listed_session(session_id)
             if session is None:
-                return _error(404, f"no session {session_id}")
+                return error(404, f"no session {session_id}")
             try:
                 return view(request, session)
             except BranchError as exc:
-                return _error(status_of(exc), str(exc))
+                return error(status_of(exc), str(exc))
 
         return wrapped
 
     return decorate
-
-
-def _authenticate(request: ApiRequest, *, write: bool) -> HttpResponse | None:
-    """Let the request's bearer token in (None), or the 401/403 answer that refuses it."""
-    header = request.headers.get("Authorization", "")
-    scheme, _, key = header.partition(" ")
-    token = None
-    if scheme.lower() == "bearer" and key.strip():
-        tokens = ApiToken.objects.select_related("user")
-        token = tokens.filter(key_hash=ApiToken.hash(key.strip())).first()
-    if token is None:
-        response = _error(401, "missing or invalid bearer token")
-        response["WWW-Authenticate"] = 'Bearer realm="branchboard"'
-        return response
-    user = token.user
-    if settings.TEAM_MODE:
-        if user is None or not user.is_active:
-            return _error(401, "this token belongs to no active user")
-        if write and not user.has_perm(WRITE_PERMISSION):
-            return _error(403, "this token's user may not branch, fork or rewind")
-    ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
-    request.api_token = token
-    return None
 
 
 @csrf_exempt
@@ -123,13 +72,13 @@ def _authenticate(request: ApiRequest, *, write: bool) -> HttpResponse | None:
 @allow("GET")
 def search_view(request: ApiRequest) -> HttpResponse:
     """GET /api/search?q=…[&project=&agent=&since=&until=&all=1&session=]: ranked hits."""
-    refused = _authenticate(request, write=False)
+    refused = authenticate(request, write=False)
     if refused is not None:
         return refused
     try:
         query = search_query(request.GET)
     except BadSearch as exc:
-        return _error(400, str(exc))
+        return error(400, str(exc))
     results = search(query)
     sessions = []
     for group in results.groups:
@@ -288,7 +237,7 @@ def session_rewind_undo_view(request: ApiRequest, session: Session) -> HttpRespo
 @login_not_required
 def not_found(request: HttpRequest) -> HttpResponse:
     """Any other path under /api/: JSON, like every API answer."""
-    return _error(404, f"no API endpoint at {request.path[:200]}; see /api/openapi.json")
+    return error(404, f"no API endpoint at {request.path[:200]}; see /api/openapi.json")
 
 
 @allow("GET")

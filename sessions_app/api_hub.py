@@ -18,10 +18,11 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from .api import ApiRequest, _authenticate, _error, allow
+from .api_auth import ApiRequest, allow, authenticate, error
 from .models import HubNamespace, Session
 from .services.audit import API, actor_of_request, audit_record, client_address
 from .services.hub import offering, receiving
+from .services.hub.indexing import NotImported
 from .services.hub.namespaces import BadHubPath, hub_path_check, namespace_folder
 from .services.hub.receiving import PushRefused
 from .services.roots import open_regular
@@ -53,7 +54,7 @@ def hub_endpoint(
     @wraps(view)
     def wrapped(request: ApiRequest) -> HttpResponse | StreamingHttpResponse:
         name = request.GET.get("namespace", "")
-        refused = _authenticate(request, write=False)
+        refused = authenticate(request, write=False)
         if refused is not None:
             _audit(request, "push-refused", name, orjson.loads(refused.content)["error"])
             return refused
@@ -69,10 +70,10 @@ def hub_endpoint(
                 return JsonResponse({"user": user.get_username()})
             namespace = receiving.namespace_for(user, name)
             return view(request, namespace)
-        except (PushRefused, BadHubPath) as exc:
-            status = exc.status if isinstance(exc, PushRefused) else 400
+        except (PushRefused, BadHubPath, NotImported) as exc:
+            status = getattr(exc, "status", 400)
             _audit(request, "push-refused", name, str(exc))
-            return _error(status, str(exc))
+            return error(status, str(exc))
 
     return wrapped
 

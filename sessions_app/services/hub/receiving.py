@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from ...models import HubFile, HubNamespace, Session
 from ...session_refs import is_namespace
-from ..importing import sessions_import
+from .indexing import hub_import
 from .namespaces import BadHubPath, hub_path_check, namespace_folder
 
 if TYPE_CHECKING:
@@ -260,15 +260,6 @@ def commit(namespace: HubNamespace, path: str, *, size: int, sha256: str) -> Ses
         os.close(folder_fd)
     pushed_record(namespace, path, size)
     return hub_import(root, target)
-
-
-def hub_import(root: Path, target: Path) -> Session | None:
-    """Index a file just received (the import's own rules: grown, rewritten, new)."""
-    report = sessions_import(roots=[root], paths=[target])
-    session = Session.objects.filter(path=str(target)).first()
-    if session is None and report.errors:
-        raise PushRefused(f"stored, but not imported: {'; '.join(report.errors[:3])}")
-    return session
 
 
 def pushed_record(namespace: HubNamespace, path: str, size: int) -> None:
