@@ -41,7 +41,7 @@ if sys.version_info >= (3, 14):
 else:
     from backports import zstd
 
-CHUNK = 8 << 20  # raw bytes per request at most
+CHUNK = 8 << 20  # raw bytes per request at most (BRANCHBOARD_HUB_PUSH_CHUNK changes it)
 STATE_BATCH = 500
 CWD_RE = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
@@ -147,6 +147,16 @@ def _may_go(project: str) -> bool:
     return matches(settings.HUB_PROJECTS) and not matches(settings.HUB_EXCLUDE)
 
 
+def chunk_size() -> int:
+    """Raw bytes per request at most: BRANCHBOARD_HUB_PUSH_CHUNK, else CHUNK (8 MB)."""
+    said = os.environ.get("BRANCHBOARD_HUB_PUSH_CHUNK", "")
+    try:
+        size = int(said) if said else CHUNK
+    except ValueError:
+        raise ValueError(f"BRANCHBOARD_HUB_PUSH_CHUNK={said!r}: a number of bytes") from None
+    return max(1, size)
+
+
 def local_proofs(f: BinaryIO, size: int) -> Held:
     f.seek(0)
     head = hashlib.sha256(f.read(min(size, HEAD_PROOF))).hexdigest()
@@ -226,11 +236,11 @@ def _push_file(
                     raise ValueError("the file shrank while it was read")
                 whole.update(block)
                 left -= len(block)
-        at = offset
+        at, most = offset, chunk_size()
         while at < size:
             proof = local_proofs(f, at)
             f.seek(at)
-            block = f.read(min(CHUNK, size - at))
+            block = f.read(min(most, size - at))
             if not block:
                 raise ValueError("the file shrank while it was read")
             cut = block.rfind(b"\n") + 1 if at + len(block) < size else len(block)
