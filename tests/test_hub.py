@@ -270,3 +270,26 @@ def test_a_pushed_sessions_page_offers_branching_but_no_rewind_or_run(
     mine = Session.objects.get(namespace="", session_id=local.stem)
     page = Client().get(f"/sessions/{mine.ref}/").content.decode()
     assert 'class="rewind-here"' in page and 'id="pushed-note"' not in page
+
+
+def test_a_pushed_line_is_searchable_and_named_by_its_ref_when_the_push_returns(
+    machine: Path, alice: Hub
+) -> None:
+    from django.test import Client
+
+    push(alice)
+    local = _sessions(machine)[0]
+    word = "zqxhubword"
+    line = orjson.loads(local.read_bytes().splitlines()[-1])
+    line.update(type="user", message={"role": "user", "content": f"find {word} please"})
+    line["uuid"], line["parentUuid"] = "11111111-2222-4333-8444-555555555555", line.get("uuid")
+    with local.open("ab") as f:
+        f.write(orjson.dumps(line) + b"\n")
+    push(alice)
+    found = (
+        Client()
+        .get("/api/search", {"q": word, "all": "1"}, HTTP_AUTHORIZATION=f"Bearer {alice.login.token}")
+        .json()
+    )
+    refs = [s["ref"] for s in found["sessions"]]
+    assert refs == [f"alice@laptop/{local.stem}"]
