@@ -1,5 +1,6 @@
 """Hostile pushes to a team hub: each is refused with its status, leaves nothing on the hub's
-disk or in its index, and is written to the audit log as "push-refused".
+disk or in its index, and is written to the audit log as "push-refused". (And one crash of
+the hub's own: bytes stored but not indexed are indexed at the next push.)
 
 The hub is this process, reached through Django's test client (REMOTE_ADDR 127.0.0.1
 unless a test says otherwise); the hub's folder is the test's own tmp data folder.
@@ -13,6 +14,7 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.http import HttpResponse
@@ -153,6 +155,28 @@ def test_a_valid_push_is_taken(hub: Hub) -> None:
     assert _stored() == {f"alice@laptop/{PATH}": data}
     assert HubFile.objects.get(path=PATH).size == len(data)
     assert not AuditEntry.objects.filter(action="push-refused").exists()
+
+
+def test_a_file_the_hub_stored_but_did_not_index_before_it_died_is_indexed_at_the_next_push(
+    hub: Hub,
+) -> None:
+    """Not hostile, the hub's own crash: the bytes are in place (fsynced, renamed) but the
+    process was killed before the import; the machine's next push finds them up to date,
+    so the hub catches its index up when asked what it holds."""
+    data = SOURCE.read_bytes()
+    stored = hub_folder() / "alice@laptop" / PATH
+    stored.parent.mkdir(parents=True)
+    stored.write_bytes(data)
+    response = hub.client.post(
+        "/api/hub/state?namespace=alice@laptop",
+        orjson.dumps({"paths": [PATH]}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {hub.alice}",
+    )
+    assert response.json()["files"][PATH]["size"] == len(data)
+    session = Session.objects.get(namespace="alice@laptop", session_id=SOURCE.stem)
+    assert session.path == str(stored)
+    assert HubFile.objects.get(path=PATH).size == len(data)
 
 
 def test_another_users_token_is_refused(hub: Hub) -> None:

@@ -152,14 +152,22 @@ def held(path: Path) -> Held | None:
 def files_state(namespace: HubNamespace, paths: list[str]) -> dict[str, dict[str, object]]:
     """For each path the hub holds (or has a staging file of): what it holds."""
     state: dict[str, dict[str, object]] = {}
+    recorded = dict(namespace.files.filter(path__in=paths).values_list("path", "size"))
     for path in paths:
         try:
-            _, target = target_of(namespace, path)
+            root, target = target_of(namespace, path)
         except BadHubPath:
             continue
         found, staged = held(target), held(staging_of(target))
         if found is None and staged is None:
             continue
+        if found is not None and recorded.get(path) != found.size:
+            # Stored, but the hub died before it indexed the file and recorded it.
+            try:
+                hub_import(root, target)
+                pushed_record(namespace, path, found.size)
+            except PushRefused:
+                pass  # not importable now: tried again at the next push
         entry: dict[str, object] = found.as_json() if found else {}
         if staged is not None:
             entry["staging"] = staged.as_json()
@@ -230,8 +238,10 @@ def chunk_receive(
         os.fsync(f.fileno())
         size = offset + len(raw)
     if not staged:
-        pushed_record(namespace, path, size)
+        # Indexed first, then recorded: a hub killed between the two is caught up by the
+        # next push's state (`files_state`), which finds the record behind the file.
         hub_import(root, target)
+        pushed_record(namespace, path, size)
     return size
 
 
@@ -258,8 +268,9 @@ def commit(namespace: HubNamespace, path: str, *, size: int, sha256: str) -> Ses
         os.fsync(folder_fd)
     finally:
         os.close(folder_fd)
-    pushed_record(namespace, path, size)
-    return hub_import(root, target)
+    session = hub_import(root, target)
+    pushed_record(namespace, path, size)  # after the import: see chunk_receive
+    return session
 
 
 def pushed_record(namespace: HubNamespace, path: str, size: int) -> None:
