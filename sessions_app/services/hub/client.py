@@ -7,13 +7,12 @@ or plain HTTP to a hub on loopback only, with the token as a bearer token.
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
 import os
 import socket
 import ssl
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,6 +121,25 @@ class Hub:
     def __init__(self, login: Login) -> None:
         self.login = login
         self.context = ssl.create_default_context(cafile=os.environ.get("BRANCHBOARD_HUB_CA"))
+        self._parts = urllib.parse.urlsplit(login.url)
+        self._connection: http.client.HTTPConnection | None = None
+
+    def _connect(self) -> http.client.HTTPConnection:
+        """One connection, kept open between requests (a push makes many)."""
+        if self._connection is None:
+            host, port = self._parts.hostname or "", self._parts.port
+            if self._parts.scheme == "https":
+                self._connection = http.client.HTTPSConnection(
+                    host, port, timeout=TIMEOUT, context=self.context
+                )
+            else:
+                self._connection = http.client.HTTPConnection(host, port, timeout=TIMEOUT)
+        return self._connection
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
 
     def call(
         self,
@@ -133,22 +151,31 @@ class Hub:
         content_type: str = "application/json",
     ) -> bytes:
         query = urllib.parse.urlencode({"namespace": self.login.namespace, **(params or {})})
-        url = f"{self.login.url}/api/hub/{endpoint}?{query}"
-        # http or https only: `login_load` checked the address (`check_url`).
-        request = urllib.request.Request(url, data=body, method=method)  # noqa: S310
-        request.add_header("Authorization", f"Bearer {self.login.token}")
+        target = f"{self._parts.path}/api/hub/{endpoint}?{query}"
+        headers = {"Authorization": f"Bearer {self.login.token}"}
         if body is not None:
-            request.add_header("Content-Type", content_type)
-        try:
-            with urllib.request.urlopen(  # noqa: S310 (see above)
-                request, timeout=TIMEOUT, context=self.context
-            ) as r:
-                return r.read()
-        except urllib.error.HTTPError as exc:
-            raise HubError(f"the hub refused: {_said(exc)}", exc.code) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise HubError(f"cannot reach the hub at {self.login.url}: {reason}") from None
+            headers["Content-Type"] = content_type
+        for attempt in (1, 2):
+            try:
+                connection = self._connect()
+                connection.request(method, target, body=body, headers=headers)
+                response = connection.getresponse()
+                data = response.read()
+                break
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
+                # A kept connection the hub closed meanwhile: once more on a new one (every
+                # request is safe to repeat: a chunk is taken only at the offset it names).
+                self.close()
+                if attempt == 2:
+                    raise HubError(f"cannot reach the hub at {self.login.url}: {exc}") from None
+            except (http.client.HTTPException, OSError) as exc:
+                self.close()
+                raise HubError(f"cannot reach the hub at {self.login.url}: {exc}") from None
+        if response.will_close:
+            self.close()
+        if response.status >= 400:
+            raise HubError(f"the hub refused: {_said(response.status, data)}", response.status)
+        return data
 
     def whoami_user(self) -> str:
         """The user name the token belongs to, as the hub says it."""
@@ -160,8 +187,8 @@ class Hub:
         return orjson.loads(self.call(method, endpoint, params, **kw))
 
 
-def _said(exc: urllib.error.HTTPError) -> str:
+def _said(status: int, data: bytes) -> str:
     try:
-        return str(orjson.loads(exc.read()).get("error") or exc.reason)
-    except (orjson.JSONDecodeError, AttributeError, OSError):
-        return f"{exc.code} {exc.reason}"
+        return str(orjson.loads(data).get("error") or status)
+    except (orjson.JSONDecodeError, AttributeError):
+        return f"{status} {http.client.responses.get(status, '')}".strip()

@@ -21,10 +21,11 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import orjson
 from django.conf import settings
@@ -198,6 +199,32 @@ def push(
     return report
 
 
+def _chunks(
+    f: BinaryIO, at: int, size: int, whole: hashlib._Hash
+) -> Iterator[tuple[dict[str, Any], bytes]]:
+    """The chunks of bytes `at`..`size`, cut at line ends: their request's parameters
+    (offset, length, digest, the proof of the bytes before) and their zstd frame."""
+    most = chunk_size()
+    while at < size:
+        proof = local_proofs(f, at)
+        f.seek(at)
+        block = f.read(min(most, size - at))
+        if not block:
+            raise ValueError("the file shrank while it was read")
+        cut = block.rfind(b"\n") + 1 if at + len(block) < size else len(block)
+        block = block[: cut or len(block)]
+        whole.update(block)
+        params: dict[str, Any] = {
+            "offset": at,
+            "length": len(block),
+            "sha256": hashlib.sha256(block).hexdigest(),
+            "head": proof.head,
+            "tail": proof.tail,
+        }
+        yield params, zstd.compress(block, level=3)
+        at += len(block)
+
+
 def _push_file(
     hub: Hub,
     local: Local,
@@ -236,30 +263,17 @@ def _push_file(
                     raise ValueError("the file shrank while it was read")
                 whole.update(block)
                 left -= len(block)
-        at, most = offset, chunk_size()
-        while at < size:
-            proof = local_proofs(f, at)
-            f.seek(at)
-            block = f.read(min(most, size - at))
-            if not block:
-                raise ValueError("the file shrank while it was read")
-            cut = block.rfind(b"\n") + 1 if at + len(block) < size else len(block)
-            block = block[: cut or len(block)]
-            packed = zstd.compress(block, level=3)
-            params = {
-                "path": local.hub_path,
-                "offset": at,
-                "length": len(block),
-                "sha256": hashlib.sha256(block).hexdigest(),
-                "head": proof.head,
-                "tail": proof.tail,
-                "staged": "1" if is_staged else "0",
-            }
-            hub.json("POST", "chunk", params, body=packed, content_type="application/zstd")
-            whole.update(block)
-            at += len(block)
-            report.bytes_sent += len(block)
-            report.wire_bytes += len(packed)
+        chunks = _chunks(f, offset, size, whole)
+        # The next chunk is read, hashed and compressed while the hub takes this one.
+        with ThreadPoolExecutor(max_workers=1) as ahead:
+            coming = ahead.submit(next, chunks, None)
+            while (chunk := coming.result()) is not None:
+                coming = ahead.submit(next, chunks, None)
+                params, packed = chunk
+                params.update(path=local.hub_path, staged="1" if is_staged else "0")
+                hub.json("POST", "chunk", params, body=packed, content_type="application/zstd")
+                report.bytes_sent += params["length"]
+                report.wire_bytes += len(packed)
         if is_staged:
             params = {"path": local.hub_path, "size": size, "sha256": whole.hexdigest()}
             hub.json("POST", "commit", params, body=b"")
