@@ -198,7 +198,16 @@ def commit(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
         namespace, path, size=_int(request, "size"), sha256=request.GET.get("sha256", "")
     )
     _audit(request, "push", namespace.name, f"whole file, {request.GET.get('size')} bytes")
-    return JsonResponse({"session_id": str(session.session_id) if session else None})
+    caught_up = session.search_lines == session.line_count
+    return JsonResponse({"session_id": str(session.session_id), "caught_up": caught_up})
+
+
+@allow("POST")
+@hub_endpoint
+def catch_up(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
+    """POST /api/hub/catch-up?namespace&path: a big committed file's search words and usage."""
+    session = receiving.catch_up(namespace, request.GET.get("path", ""))
+    return JsonResponse({"session_id": str(session.session_id), "caught_up": True})
 
 
 @allow("GET")

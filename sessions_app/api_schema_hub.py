@@ -45,6 +45,9 @@ def hub_paths(query: Callable[[str, str], dict], responses: Callable[..., dict])
             "sha256",
             codes=(409,),
         ),
+        "/api/hub/catch-up": _hub(
+            "post", "Search words and usage of a big committed file", "path", codes=(409,)
+        ),
         "/api/hub/pulls": _hub("get", "The files made on the hub for this machine"),
         "/api/hub/pulled": _hub("post", "The machine holds that file now", "path", "size"),
         "/api/hub/file": _hub("get", "One of the namespace's files, zstd-compressed", "path"),

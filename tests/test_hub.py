@@ -288,8 +288,28 @@ def test_a_pushed_line_is_searchable_and_named_by_its_ref_when_the_push_returns(
     push(alice)
     found = (
         Client()
-        .get("/api/search", {"q": word, "all": "1"}, HTTP_AUTHORIZATION=f"Bearer {alice.login.token}")
+        .get(
+            "/api/search", {"q": word, "all": "1"}, HTTP_AUTHORIZATION=f"Bearer {alice.login.token}"
+        )
         .json()
     )
     refs = [s["ref"] for s in found["sessions"]]
     assert refs == [f"alice@laptop/{local.stem}"]
+
+
+def test_a_big_file_is_committed_then_its_search_and_usage_caught_up_by_a_request_of_its_own(
+    machine: Path, alice: Hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sessions_app.services.hub import indexing
+
+    monkeypatch.setattr(indexing, "INLINE_CATCH_UP", 0)  # every whole file counts as big
+    calls: list[str] = []
+    real = alice.call
+    monkeypatch.setattr(alice, "call", lambda m, e, *a, **k: calls.append(e) or real(m, e, *a, **k))
+    push(alice)
+    files = _sessions(machine)
+    assert calls.count("commit") == calls.count("catch-up") == len(files)
+    for local in files:
+        session = Session.objects.get(namespace="alice@laptop", session_id=local.stem)
+        assert session.search_lines == session.line_count
+        assert session.usage_lines == session.line_count

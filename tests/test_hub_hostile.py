@@ -22,7 +22,7 @@ from django.test import Client
 
 from sessions_app.models import ApiToken, AuditEntry, HubFile, Session
 from sessions_app.services.hub.namespaces import hub_folder
-from sessions_app.services.hub.receiving import HEAD_PROOF, TAIL_PROOF
+from sessions_app.services.hub.proofs import HEAD_PROOF, TAIL_PROOF
 
 from .corpus import FIXTURES
 

@@ -25,6 +25,9 @@ from ..files import replace_atomically
 
 LOGIN_FILE = "hub.json"
 TIMEOUT = 60.0
+# A commit or catch-up indexes a whole file on the hub (the hub's own limit is gunicorn's
+# timeout, BRANCHBOARD_TIMEOUT, 300 s by default).
+LONG_TIMEOUT = 600.0
 
 
 class HubError(Exception):
@@ -149,6 +152,7 @@ class Hub:
         *,
         body: bytes | None = None,
         content_type: str = "application/json",
+        timeout: float = TIMEOUT,
     ) -> bytes:
         query = urllib.parse.urlencode({"namespace": self.login.namespace, **(params or {})})
         target = f"{self._parts.path}/api/hub/{endpoint}?{query}"
@@ -158,6 +162,9 @@ class Hub:
         for attempt in (1, 2):
             try:
                 connection = self._connect()
+                connection.timeout = timeout
+                if connection.sock is not None:
+                    connection.sock.settimeout(timeout)
                 connection.request(method, target, body=body, headers=headers)
                 response = connection.getresponse()
                 data = response.read()

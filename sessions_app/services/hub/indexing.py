@@ -1,5 +1,9 @@
 """Indexing what a hub receives, in the request that brought it: its records, then its
-search words and usage, so a pushed line is found and priced as soon as its push returns."""
+search words and usage, so a pushed line is found and priced as soon as its push returns.
+
+A whole file of more than INLINE_CATCH_UP bytes has its records indexed by its commit
+(its pages show it at once) and its search words and usage by a request of their own,
+which the push sends next (`catch_up`): no one request does all of a big file's work."""
 
 from __future__ import annotations
 
@@ -18,9 +22,12 @@ class NotImported(Exception):
     status = 422
 
 
-def hub_import(root: Path, target: Path) -> Session | None:
-    """Index a file just received (the import's own rules: grown, rewritten, new), then
-    its search words and usage, so it is found and priced as soon as its push returns."""
+INLINE_CATCH_UP = 16 << 20
+
+
+def hub_import(root: Path, target: Path, *, catch_up: bool = True) -> Session:
+    """Index a file just received (the import's own rules: grown, rewritten, new), then,
+    with `catch_up`, its search words and usage."""
     found, problems, _ = discover_path(root, target)
     report = ImportReport()
     session = None
@@ -31,6 +38,12 @@ def hub_import(root: Path, target: Path) -> Session | None:
         raise NotImported(f"stored, but not imported: {'; '.join(said[:3])}")
     projects_refresh(project_ids=[session.project_id])
     cli_branches_link(report.unlinked)
+    if catch_up:
+        session_catch_up(session)
+    return session
+
+
+def session_catch_up(session: Session) -> None:
+    """Bring the session's search words and usage up to its records."""
     for _, refresh in CATCH_UP:
         refresh(session_ids=[session.pk])
-    return session

@@ -33,9 +33,9 @@ from django.conf import settings
 from ...formats import agents
 from ..discovery import RootError, SessionFile, discover
 from ..roots import open_regular
-from .client import Hub
+from .client import LONG_TIMEOUT, Hub
 from .namespaces import hub_folder
-from .receiving import HEAD_PROOF, TAIL_PROOF, Held
+from .proofs import Held, proofs
 
 if sys.version_info >= (3, 14):
     from compression import zstd
@@ -158,15 +158,6 @@ def chunk_size() -> int:
     return max(1, size)
 
 
-def local_proofs(f: BinaryIO, size: int) -> Held:
-    f.seek(0)
-    head = hashlib.sha256(f.read(min(size, HEAD_PROOF))).hexdigest()
-    start = max(0, size - TAIL_PROOF)
-    f.seek(start)
-    tail = hashlib.sha256(f.read(size - start)).hexdigest()
-    return Held(size, head, tail)
-
-
 def _held(entry: object) -> Held | None:
     if not isinstance(entry, dict) or "size" not in entry:
         return None
@@ -206,7 +197,7 @@ def _chunks(
     (offset, length, digest, the proof of the bytes before) and their zstd frame."""
     most = chunk_size()
     while at < size:
-        proof = local_proofs(f, at)
+        proof = proofs(f, at)
         f.seek(at)
         block = f.read(min(most, size - at))
         if not block:
@@ -239,12 +230,12 @@ def _push_file(
             return
         size = st.st_size  # what this pass sends; what is written after goes next time
         held, staged = _held(entry), _held(entry.get("staging"))
-        if held is not None and held.size <= size and local_proofs(f, held.size) == held:
+        if held is not None and held.size <= size and proofs(f, held.size) == held:
             if held.size == size:
                 report.up_to_date += 1
                 return
             what, offset, is_staged = f"append {size - held.size} bytes", held.size, False
-        elif staged is not None and staged.size <= size and local_proofs(f, staged.size) == staged:
+        elif staged is not None and staged.size <= size and proofs(f, staged.size) == staged:
             what, offset, is_staged = "continue the whole file", staged.size, True
         else:
             what = "new" if held is None else "whole again (rewritten here)"
@@ -276,5 +267,9 @@ def _push_file(
                 report.wire_bytes += len(packed)
         if is_staged:
             params = {"path": local.hub_path, "size": size, "sha256": whole.hexdigest()}
-            hub.json("POST", "commit", params, body=b"")
+            done = hub.json("POST", "commit", params, body=b"", timeout=LONG_TIMEOUT)
+            if not done.get("caught_up", True):
+                # A big file: its search words and usage in a request of their own.
+                params = {"path": local.hub_path}
+                hub.json("POST", "catch-up", params, body=b"", timeout=LONG_TIMEOUT)
         report.sent_files.append(local.hub_path)

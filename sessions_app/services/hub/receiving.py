@@ -22,17 +22,18 @@ import hashlib
 import os
 import stat
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.utils import timezone
 
 from ...models import HubFile, HubNamespace, Session
 from ...session_refs import is_namespace
-from .indexing import hub_import
+from . import indexing
+from .indexing import NotImported, hub_import, session_catch_up
 from .namespaces import BadHubPath, hub_path_check, namespace_folder
+from .proofs import Held, proofs
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -41,10 +42,6 @@ if sys.version_info >= (3, 14):
     from compression import zstd
 else:
     from backports import zstd
-
-# The proof of held bytes: SHA-256 of the first HEAD_PROOF and of the last TAIL_PROOF bytes.
-HEAD_PROOF = 4096
-TAIL_PROOF = 1 << 16
 
 
 class PushRefused(Exception):
@@ -71,18 +68,6 @@ class ChunkMismatch(PushRefused):
 
 class TooLarge(PushRefused):
     status = 413
-
-
-@dataclass(frozen=True)
-class Held:
-    """What the hub holds of a file: its size and the proof of its bytes."""
-
-    size: int
-    head: str
-    tail: str
-
-    def as_json(self) -> dict[str, object]:
-        return {"size": self.size, "head": self.head, "tail": self.tail}
 
 
 def max_file() -> int:
@@ -124,16 +109,6 @@ def staging_of(target: Path) -> Path:
     return target.with_name(f".{target.name}.push")
 
 
-def proofs(f: BinaryIO, size: int) -> Held:
-    """The proof of a file's first `size` bytes (read from the open file `f`)."""
-    f.seek(0)
-    head = hashlib.sha256(f.read(min(size, HEAD_PROOF))).hexdigest()
-    start = max(0, size - TAIL_PROOF)
-    f.seek(start)
-    tail = hashlib.sha256(f.read(size - start)).hexdigest()
-    return Held(size, head, tail)
-
-
 def held(path: Path) -> Held | None:
     """What the hub holds at `path` (None: no such regular file)."""
     try:
@@ -166,7 +141,7 @@ def files_state(namespace: HubNamespace, paths: list[str]) -> dict[str, dict[str
             try:
                 hub_import(root, target)
                 pushed_record(namespace, path, found.size)
-            except PushRefused:
+            except (PushRefused, NotImported):
                 pass  # not importable now: tried again at the next push
         entry: dict[str, object] = found.as_json() if found else {}
         if staged is not None:
@@ -245,7 +220,7 @@ def chunk_receive(
     return size
 
 
-def commit(namespace: HubNamespace, path: str, *, size: int, sha256: str) -> Session | None:
+def commit(namespace: HubNamespace, path: str, *, size: int, sha256: str) -> Session:
     """Put a staged file in place of the old one (or as a new one), whole and checked."""
     root, target = target_of(namespace, path)
     staging = staging_of(target)
@@ -268,8 +243,18 @@ def commit(namespace: HubNamespace, path: str, *, size: int, sha256: str) -> Ses
         os.fsync(folder_fd)
     finally:
         os.close(folder_fd)
-    session = hub_import(root, target)
+    session = hub_import(root, target, catch_up=size <= indexing.INLINE_CATCH_UP)
     pushed_record(namespace, path, size)  # after the import: see chunk_receive
+    return session
+
+
+def catch_up(namespace: HubNamespace, path: str) -> Session:
+    """Search words and usage of a pushed file whose commit indexed its records only."""
+    _, target = target_of(namespace, path)
+    session = Session.objects.filter(namespace=namespace.name, path=str(target)).first()
+    if session is None:
+        raise ProofFailed(f"{path}: the hub holds no such session; push it again")
+    session_catch_up(session)
     return session
 
 
