@@ -6,7 +6,8 @@ it once, and says how many other sessions hold it. The words are indexed by the
 database itself: SQLite's FTS5 with its trigram tokenizer (table `search_fts`,
 kept in step with this one by triggers), PostgreSQL's trigram index on `folded`, a
 generated lower-cased copy of `text` that only the database knows (migration 0022;
-`words`, the generated tsvector of migration 0007, is no longer searched).
+`words`, the generated tsvector of migration 0007, is no longer searched), and on
+`SearchChunk`, the same folded copy cut into short overlapping pieces (migration 0028).
 """
 
 from __future__ import annotations
@@ -31,3 +32,30 @@ class SearchText(models.Model):
 
     def __str__(self) -> str:
         return f"{self.part}: {self.text[:60]}"
+
+
+# PostgreSQL: a text's folded copy is cut into pieces of CHUNK_STEP characters, each
+# running CHUNK_OVERLAP characters into the next. A term of at most CHUNK_OVERLAP
+# characters starting anywhere in piece n's first CHUNK_STEP characters ends within it,
+# so it lies wholly in some piece whenever it is in the text.
+CHUNK_STEP = 2000
+CHUNK_OVERLAP = 256
+# The pieces' trigram index also holds `text_id / CHUNK_BAND`: the newest texts' pieces
+# are found without checking older ones.
+CHUNK_BAND = 1024
+
+
+class SearchChunk(models.Model):
+    """PostgreSQL: piece `n` of a text's folded copy (`substr(folded, n * CHUNK_STEP + 1,
+    CHUNK_STEP + CHUNK_OVERLAP)`), trigram-indexed so a short term is checked against a
+    piece instead of the whole text; the table exists on PostgreSQL only (migration 0028)."""
+
+    pk = models.CompositePrimaryKey("text_id", "n")
+    text = models.ForeignKey(
+        SearchText, on_delete=models.DB_CASCADE, related_name="+", db_index=False
+    )
+    n = models.IntegerField()
+    folded = models.TextField()
+
+    def __str__(self) -> str:
+        return f"{self.text_id}/{self.n}: {self.folded[:60]}"

@@ -25,7 +25,8 @@ from ..formats.markup import tags_removed
 from ..formats.search_text import PART_LABELS, query_terms, short_terms, snippet
 from ..models import Record, SearchText, Session
 from .lists import namespaces_of
-from .search_turns import folded_match, turn_rows
+from .search_postgres import postgres_rows
+from .search_turns import turn_rows
 
 ROW_LIMIT = 400  # record rows fetched per search, best first
 RANK_WINDOW = 1200  # a term matched more often is ranked among its newest matches
@@ -192,7 +193,7 @@ def _record_rows(terms: list[str], filters: str, params: list) -> tuple[list[tup
     databases, ranked by each one's own measure (SQLite's bm25, PostgreSQL's `ts_rank`)."""
     record, session = Record._meta.db_table, Session._meta.db_table
     if connection.vendor == "postgresql":
-        return _postgres_rows(terms, filters, params)
+        return postgres_rows(terms, COLUMNS, filters, params, window=RANK_WINDOW, limit=ROW_LIMIT)
     match = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
     base = (
         f"FROM search_fts JOIN {record} r ON r.search_text_id = search_fts.rowid "
@@ -214,40 +215,6 @@ def _record_rows(terms: list[str], filters: str, params: list) -> tuple[list[tup
             [match, *params, *([edge[0]] if edge else []), ROW_LIMIT],
         )
         return cursor.fetchall(), edge is not None
-
-
-def _postgres_rows(terms: list[str], filters: str, params: list) -> tuple[list[tuple], bool]:
-    """PostgreSQL: the newest RANK_WINDOW matching rows, found through the trigram index
-    on the folded text (or, for a common term, by walking the texts newest first), the
-    shortest texts first.
-
-    The shortest first, as bm25 would for a term found once, and because a text's length
-    is known without reading it: `ts_rank` read every window text's words again and was
-    most of a common term's time (and ranked a long output that repeats a word first).
-    """
-    text, record = SearchText._meta.db_table, Record._meta.db_table
-    session = Session._meta.db_table
-    joins = (
-        f"FROM {text} t JOIN {record} r ON r.search_text_id = t.id "
-        f"JOIN {session} s ON s.id = r.session_id"
-    )
-    match, values = folded_match(terms)
-    with connection.cursor() as cursor:
-        # The window's texts, newest first: every text at or above the window's edge
-        # (SQLite's `rowid >= edge`), so ranking them needs no second look at the text.
-        cursor.execute(
-            f"SELECT t.id {joins} WHERE {match}{filters} ORDER BY t.id DESC LIMIT %s",
-            [*values, *params, RANK_WINDOW],
-        )
-        ids = [row[0] for row in cursor.fetchall()]
-        if not ids:
-            return [], False
-        cursor.execute(
-            f"SELECT {COLUMNS} {joins} WHERE r.search_text_id = ANY(%s){filters} "
-            "ORDER BY octet_length(t.text), r.session_id, r.line LIMIT %s",
-            [sorted(set(ids)), *params, ROW_LIMIT],
-        )
-        return cursor.fetchall(), len(ids) >= RANK_WINDOW
 
 
 def _fill_snippets(seen: dict[int, Hit], ids: list[int], terms: list[str]) -> None:

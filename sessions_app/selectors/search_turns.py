@@ -12,11 +12,19 @@ from __future__ import annotations
 
 from django.db import connection
 
-from ..models import Record, SearchText, Session
+from ..models import Record, SearchChunk, SearchText, Session
+from ..models_search import CHUNK_OVERLAP
 
 TERM_WINDOW = 20_000  # matches of one term looked at, newest first
 # PostgreSQL: `ILIKE` with the text lower-cased once, when it was stored (migration 0022).
 FOLDED_LIKE = "t.folded LIKE lower(%s)"
+# PostgreSQL: a term that fits in a piece's overlap is looked for in the pieces of the
+# folded text (migration 0028): the trigram index names pieces, and checking a piece of
+# 2,256 characters costs less than checking a whole long output.
+PIECE_LIKE = (
+    f"t.id IN (SELECT c.text_id FROM {SearchChunk._meta.db_table} c "  # noqa: S608
+    "WHERE c.folded LIKE lower(%s))"
+)
 
 
 def turn_rows(terms: list[str], columns: str, filters: str, params: list, limit: int) -> list:
@@ -25,21 +33,28 @@ def turn_rows(terms: list[str], columns: str, filters: str, params: list, limit:
     text = SearchText._meta.db_table
     joins = f"JOIN {record} r ON r.search_text_id = {{t}} JOIN {session} s ON s.id = r.session_id"
     if connection.vendor == "postgresql":
-        source, key, match = f"FROM {text} t {joins.format(t='t.id')}", "t.id", FOLDED_LIKE
+        source, key = f"FROM {text} t {joins.format(t='t.id')}", "t.id"
+        matches = [term_match(t) for t in terms]
         values = [like_pattern(t) for t in terms]
         rank = "r.session_id, r.line"
     else:
         source = f"FROM search_fts {joins.format(t='search_fts.rowid')}"
-        key, match, rank = "search_fts.rowid", "search_fts MATCH %s", "search_fts.rank"
+        key, rank = "search_fts.rowid", "search_fts.rank"
+        matches = ["search_fts MATCH %s"] * len(terms)
         values = ['"' + t.replace('"', '""') + '"' for t in terms]
     group = "r.session_id, COALESCE(r.turn, 0)"
     each = (
-        f"SELECT * FROM (SELECT {group} {source} WHERE {match}{filters} "  # noqa: S608
-        f"ORDER BY {key} DESC LIMIT {TERM_WINDOW}) AS m"
+        "SELECT * FROM (SELECT {group} {source} WHERE {match}{filters} "
+        "ORDER BY {key} DESC LIMIT {window}) AS m"
     )
-    both = " INTERSECT ".join([each] * len(terms))
+    both = " INTERSECT ".join(
+        each.format(
+            group=group, source=source, match=m, filters=filters, key=key, window=TERM_WINDOW
+        )
+        for m in matches
+    )
     sql = (
-        f"SELECT {columns} {source} WHERE {match}{filters} AND ({group}) IN ({both}) "
+        f"SELECT {columns} {source} WHERE {matches[0]}{filters} AND ({group}) IN ({both}) "
         f"ORDER BY {rank}, r.session_id, r.line LIMIT %s"
     )
     args = [values[0], *params]
@@ -50,9 +65,39 @@ def turn_rows(terms: list[str], columns: str, filters: str, params: list, limit:
         return cursor.fetchall()
 
 
+def piece_term(terms: list[str]) -> str | None:
+    """PostgreSQL: the one term a search looks for in the pieces, if it does."""
+    if len(terms) == 1 and term_match(terms[0]) == PIECE_LIKE:
+        return terms[0]
+    return None
+
+
 def folded_match(terms: list[str]) -> tuple[str, list[str]]:
-    """PostgreSQL: the condition (on text `t`) that every term occurs, and its values."""
-    return " AND ".join([FOLDED_LIKE] * len(terms)), [like_pattern(t) for t in terms]
+    """PostgreSQL: the condition (on text `t`) that every term occurs, and its values.
+
+    One term is looked for in the pieces; several in the whole texts, where the trigram
+    index names only the texts holding every term's trigrams, far fewer to check than
+    the pieces of each term's texts found one term at a time.
+    """
+    values = [like_pattern(t) for t in terms]
+    if len(terms) == 1:
+        return term_match(terms[0]), values
+    return " AND ".join([FOLDED_LIKE] * len(terms)), values
+
+
+def term_match(term: str) -> str:
+    """PostgreSQL: the condition (on text `t`) that `term` occurs, one `%s` for its pattern.
+
+    In the pieces when the lower-cased term is at most CHUNK_OVERLAP characters long: it
+    then lies wholly in some piece of any text holding it, so both find the same texts.
+    """
+    size = len(term)
+    if size <= CHUNK_OVERLAP and not term.isascii():
+        # PostgreSQL's `lower` may give another length than Python's outside ASCII.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT length(lower(%s))", [term])
+            size = cursor.fetchone()[0]
+    return PIECE_LIKE if size <= CHUNK_OVERLAP else FOLDED_LIKE
 
 
 def like_pattern(term: str) -> str:

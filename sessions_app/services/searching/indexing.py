@@ -10,7 +10,8 @@ from zlib_ng.zlib_ng import crc32
 from ...formats import TITLE, agent_for
 from ...formats.agent import Agent
 from ...formats.search_text import SEARCHABLE_KINDS, searchable
-from ...models import Record, SearchText, Session
+from ...models import Record, SearchChunk, SearchText, Session
+from ...models_search import CHUNK_OVERLAP, CHUNK_STEP
 from ..archive import session_open
 from ..roots import UnsafePath
 
@@ -174,17 +175,25 @@ def _texts_insert(rows: list[tuple[int, str, str, str]]) -> None:
     """Store the texts, many rows per statement.
 
     One statement for many rows, not one per row: fewer round trips, and one
-    statement journal instead of one per text.
+    statement journal instead of one per text. PostgreSQL: each text's pieces with it.
     """
     table = SearchText._meta.db_table
+    insert = f"INSERT INTO {table} (id, uuid, part, text) VALUES {{marks}}"  # noqa: S608
+    if connection.vendor == "postgresql":
+        # The texts' pieces (SearchChunk) in the same statement, cut from the folded copy
+        # the database made: Python's `lower` is not PostgreSQL's for every character.
+        insert = (
+            f"WITH new AS ({insert} RETURNING id, folded) "  # noqa: S608
+            f"INSERT INTO {SearchChunk._meta.db_table} (text_id, n, folded) "
+            f"SELECT new.id, g.n, substr(new.folded, g.n * {CHUNK_STEP} + 1, "
+            f"{CHUNK_STEP + CHUNK_OVERLAP}) FROM new, "
+            f"generate_series(0, (length(new.folded) - 1) / {CHUNK_STEP}) AS g(n)"
+        )
     with connection.cursor() as cursor:
         for start in range(0, len(rows), INSERT_ROWS):
             chunk = rows[start : start + INSERT_ROWS]
             marks = ", ".join(["(%s, %s, %s, %s)"] * len(chunk))
-            cursor.execute(
-                f"INSERT INTO {table} (id, uuid, part, text) VALUES {marks}",  # noqa: S608
-                [value for row in chunk for value in row],
-            )
+            cursor.execute(insert.format(marks=marks), [value for row in chunk for value in row])
 
 
 def _title_held(session: Session, title: str) -> int | None:
