@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 from django.db import connection
@@ -94,7 +95,7 @@ def insert_title_row(new: Session, written: Written, found: ReadBack) -> None:
     k = len(written.src)
     node = found.nodes[-1]  # the title's, the file's last line
     title = found.title_record
-    values = {
+    values: dict[str, Any] = {
         "session_id": new.pk,
         "line": k,
         '"offset"': sum(written.length),

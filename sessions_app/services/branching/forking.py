@@ -6,6 +6,7 @@ import uuid
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
@@ -262,8 +263,10 @@ class _ReadingBack:
         prompts: list[str],
         skip: bool,
     ) -> None:
-        self.session, self.temp, self.written = session, temp, written
-        self.args = {"new_id": new_id, "title_line": title_line, "turns": turns, "prompts": prompts}
+        self.read = partial(
+            read_back, session, temp, written, new_id=new_id, title_line=title_line, turns=turns,
+            prompts=prompts,
+        )  # fmt: skip
         self.found: ReadBack | None = None
         self.pool: ThreadPoolExecutor | None = None
         self.future: Future | None = None
@@ -272,12 +275,10 @@ class _ReadingBack:
         counted = recounting(session, written) if written.plain else None
         if counted is not None and counted != (True, False):
             self.pool = ThreadPoolExecutor(1)
-            self.future = self.pool.submit(
-                read_back, session, temp, written, counted=counted, **self.args
-            )
+            self.future = self.pool.submit(self.read, counted=counted)
             return
         try:
-            self.found = read_back(session, temp, written, **self.args)
+            self.found = self.read()
         except Unproven:
             self.found = None
 
@@ -294,9 +295,7 @@ class _ReadingBack:
             except Unproven:
                 try:
                     # On its graph (the bytes could not vouch for it), here: it reads rows.
-                    self.found = read_back(
-                        self.session, self.temp, self.written, plain=False, **self.args
-                    )
+                    self.found = self.read(plain=False)
                 except Unproven:
                     self.found = None
         return self.found
