@@ -359,10 +359,14 @@ def child_import(path: Path) -> None:
 
     django.setup()
     from sessions_app.services.importing import sessions_import
+    from sessions_app.services.watching import CATCH_UP
 
     root = path.parent.parent
     start = time.perf_counter()
     report = sessions_import(roots=[root], paths=[path])
+    # What the hub does on receipt, as import_sessions does: records, then search and usage.
+    for _, refresh in CATCH_UP:
+        refresh(session_ids=report.session_pks)
     seconds = time.perf_counter() - start
     if report.errors:
         raise SystemExit("; ".join(report.errors[:3]))
@@ -457,8 +461,8 @@ def child_machines(url: str, token: str, machines: int, seconds: float) -> None:
 
     django.setup()
     from sessions_app.services.hub.client import Hub, Login
-    from sessions_app.services.hub.pushing import local_proofs
-    from sessions_app.services.hub.receiving import HEAD_PROOF, TAIL_PROOF
+    from sessions_app.services.hub.proofs import HEAD_PROOF, TAIL_PROOF
+    from sessions_app.services.hub.proofs import proofs as file_proofs
 
     if sys.version_info >= (3, 14):
         from compression import zstd
@@ -468,7 +472,7 @@ def child_machines(url: str, token: str, machines: int, seconds: float) -> None:
     import io
 
     def proofs(data: bytes):
-        return local_proofs(io.BytesIO(data), len(data))
+        return file_proofs(io.BytesIO(data), len(data))
 
     assert HEAD_PROOF and TAIL_PROOF
 
@@ -778,7 +782,7 @@ def run_pushes(args, work: Path, hub: HubServer, token: str, local_env) -> list[
             f"{pushed['stored']:.2f} s, push_sessions end {pushed['total']:.2f} s (indexing "
             f"{pushed['indexing']:.2f} s); cp+sync {base:.3f} s (runs "
             f"{', '.join(f'{b:.3f}' for b in bases)}); nothing-to-send run {again:.2f} s; "
-            f"local sessions_import {local_s:.2f} s; peak RSS push_sessions "
+            f"local import (records, search, usage) {local_s:.2f} s; peak RSS push_sessions "
             f"{pushed['push_rss']:.0f} MB, hub worker {pushed['worker_rss']:.0f} MB, "
             f"local import {local_rss:.0f} MB",
             flush=True,
@@ -814,7 +818,7 @@ def run_pushes(args, work: Path, hub: HubServer, token: str, local_env) -> list[
                 [
                     "  the hub's indexing share of it",
                     f"{pushed['indexing']:.2f} s",
-                    f"local sessions_import {local_s:.2f} s",
+                    f"local import (records, search, usage) {local_s:.2f} s",
                     f"{pushed['indexing'] / local_s:.2f}x",
                     "~1x",
                 ]
