@@ -1,0 +1,416 @@
+"""A stateful property test of the team hub: whatever a machine does, the hub stays true.
+
+A laptop's home (Claude, Qwen and Codex sessions of the fixtures) pushes to a hub that is this
+test's live server, over HTTP. Random sequences of: a CLI appending lines (sometimes
+a half-written last line, completed later), rewind, undo and fork on the laptop,
+a session file deleted there, a push, a push cut off after a few chunks (before a
+request, or after it with the answer lost), a hub restart (its files and database
+kept, the rest dropped; a staging file may have lost its tail), a fork made on the
+hub and a pull of it back to the laptop.
+
+After every push: the hub holds each of the laptop's files byte for byte, and for a
+deleted one the version it last held before the deletion; after a push cut off, each
+file on the hub is the version it held or a start of the laptop's file. Always: the
+hub's index of the namespace equals a fresh import of the hub's folder (records,
+turns, active leaf, each turn's prompt, every row's offset).
+
+    BRANCHBOARD_PROPERTY_EXAMPLES=100 BRANCHBOARD_PROPERTY_STEPS=20 \
+        .venv/bin/python -m pytest tests/test_hub_machine.py -p no:randomly -q
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from django.db import connections
+from django.test import override_settings
+from hypothesis import HealthCheck
+from hypothesis import settings as run_settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from sessions_app.models import (
+    ApiToken,
+    AuditEntry,
+    HubNamespace,
+    Project,
+    Session,
+    SkippedFile,
+)
+from sessions_app.services.branching import (
+    BranchError,
+    session_fork,
+    session_rewind,
+    session_rewind_undo,
+)
+from sessions_app.services.hub.client import Hub, HubError, Login
+from sessions_app.services.hub.namespaces import hub_roots, namespace_folder
+from sessions_app.services.hub.pulling import pull
+from sessions_app.services.hub.pushing import push
+from sessions_app.services.importing import sessions_import
+
+from .corpus import FIXTURES
+from .index_check import fresh_import_facts, index_facts
+from .test_hub import _user
+from .test_trust_machine import cli_append
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+NS = "alice@laptop"
+# (fixture path, path under the laptop's home)
+SESSIONS = [
+    (
+        "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl",
+        ".claude/projects/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl",
+    ),
+    (
+        "public/claude/-experiments-ideas/03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl",
+        ".claude/projects/-experiments-ideas/03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl",
+    ),
+    (
+        "cli/qwen/-home-dev-code-qwenproj/chats/6fbeb39a-1e79-43ef-995c-46eedd93e6fe.jsonl",
+        ".qwen/projects/-home-dev-code-qwenproj/chats/6fbeb39a-1e79-43ef-995c-46eedd93e6fe.jsonl",
+    ),
+    (
+        "synthetic/qwen/-home-dev-code-btwdemo/chats/5b0c1d2e-3f40-4a51-8b62-7c8d9e0fa1b2.jsonl",
+        ".qwen/projects/-home-dev-code-btwdemo/chats/5b0c1d2e-3f40-4a51-8b62-7c8d9e0fa1b2.jsonl",
+    ),
+    (
+        "cli/codex/sessions/2026/11/26/"
+        "rollout-2026-11-26T10-22-20-01a21760-a9c0-7191-881d-5cbb883febdf.jsonl",
+        ".codex/sessions/2026/11/26/"
+        "rollout-2026-11-26T10-22-20-01a21760-a9c0-7191-881d-5cbb883febdf.jsonl",
+    ),
+]
+ROOTS = [".claude/projects", ".qwen/projects", ".codex/sessions"]
+EXAMPLES = int(os.environ.get("BRANCHBOARD_PROPERTY_EXAMPLES", "5"))
+STEPS = int(os.environ.get("BRANCHBOARD_PROPERTY_STEPS", "12"))
+# Small chunks, so that a fixture session goes in several and a push can stop between them.
+CHUNK = 48 << 10
+
+
+class Cut(HubError):
+    """The connection dropped (the test's own)."""
+
+
+class CutHub(Hub):
+    """A connection to the hub that drops at the `after`-th chunk or commit: before it is
+    sent, or once the hub has taken it but before its answer comes back."""
+
+    def __init__(self, login: Login, after: int, answer_lost: bool) -> None:
+        super().__init__(login)
+        self.left = after
+        self.answer_lost = answer_lost
+
+    def call(self, method: str, endpoint: str, *args, **kw) -> bytes:
+        if endpoint in ("chunk", "commit"):
+            if self.left == 0:
+                if self.answer_lost:
+                    super().call(method, endpoint, *args, **kw)
+                raise Cut("the connection dropped")
+            self.left -= 1
+        return super().call(method, endpoint, *args, **kw)
+
+
+def _close(hub: Hub) -> None:
+    """Let go of the hub's connection, if the client keeps one."""
+    close = getattr(hub, "close", None)
+    if close is not None:
+        close()
+
+
+class HubAndLaptop(RuleBasedStateMachine):
+    """The laptop's home, the hub's folder, and what the hub should hold of each file."""
+
+    home: Path
+    data: Path
+    url: str
+    token: str
+
+    @initialize(pushed=st.booleans())
+    def start(self, pushed: bool) -> None:
+        """A laptop with a few sessions; with `pushed`, it pushed them all once already."""
+        Session.objects.all().delete()
+        Project.objects.all().delete()
+        HubNamespace.objects.all().delete()
+        SkippedFile.objects.all().delete()
+        AuditEntry.objects.all().delete()
+        for folder in (self.home, self.data):
+            shutil.rmtree(folder, ignore_errors=True)
+        self.data.mkdir(mode=0o700)
+        for fixture, inside in SESSIONS:
+            target = self.home / inside
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(FIXTURES / fixture, target)
+        self.hub = Hub(Login(self.url, NS, self.token))
+        # What the hub holds of each file (by its path under the home), as far as the
+        # test knows: after a push, the laptop's bytes; a deleted file's stays as it was.
+        self.held: dict[str, bytes] = {}
+        self.deleted: set[str] = set()
+        self.half: dict[str, bytes] = {}  # a file's half-written last line: what is left
+        # A rewound file's bytes before its rewind, and the files the rewind made (the
+        # backup its undo reads back): by the rewound file's path.
+        self.before_rewind: dict[str, tuple[bytes, set[str]]] = {}
+        self.unpulled = 0  # forks made on the hub since the last pull
+        if pushed:
+            self.push_all(cut=None)
+
+    def teardown(self) -> None:
+        if hasattr(self, "hub"):
+            _close(self.hub)
+        connections.close_all()
+
+    # The laptop
+
+    def _laptop_files(self) -> dict[str, bytes]:
+        out = {}
+        for root in ROOTS:
+            for path in sorted((self.home / root).rglob("*.jsonl")):
+                out[path.relative_to(self.home).as_posix()] = path.read_bytes()
+        return out
+
+    def _laptop_session(self, pick: int) -> Session | None:
+        """One of the laptop's sessions, its index brought up to date first (as its
+        watcher does); None when a CLI is half-way through writing its line."""
+        sessions_import(roots=[self.home / root for root in ROOTS])
+        listed = list(Session.objects.listed().filter(namespace="").order_by("path"))
+        listed = [s for s in listed if Path(s.path).exists()]
+        if not listed:
+            return None
+        session = listed[pick % len(listed)]
+        if self._inside(session) in self.half:
+            return None
+        return session
+
+    def _inside(self, session: Session) -> str:
+        return Path(session.path).relative_to(self.home).as_posix()
+
+    def _refusable(self, action):
+        files = self._laptop_files()
+        try:
+            return action()
+        except BranchError:
+            assert self._laptop_files() == files, "a refused action changed a file"
+            return None
+
+    @rule(pick=st.integers(0, 100), half=st.booleans(), cut=st.floats(0.05, 0.95))
+    def cli_appends(self, pick: int, half: bool, cut: float) -> None:
+        """A CLI writes a turn's lines; with `half`, its last line only partly so far."""
+        files = sorted(self._laptop_files())
+        inside = files[pick % len(files)]
+        path = self.home / inside
+        if inside in self.half:
+            with path.open("ab") as f:
+                f.write(self.half.pop(inside))
+            return
+        before = path.read_bytes()
+        cli_append(path)
+        added = path.read_bytes()[len(before) :]
+        if half and added:
+            lines = added.splitlines(keepends=True)
+            last = lines[-1]
+            at = max(1, int(len(last) * cut))
+            with path.open("r+b") as f:
+                f.truncate(len(before) + len(added) - len(last) + at)
+            self.half[inside] = last[at:]
+        self.before_rewind.pop(inside, None)
+
+    @rule(pick=st.integers(0, 100), turn=st.integers(1, 6))
+    def rewind(self, pick: int, turn: int) -> None:
+        session = self._laptop_session(pick)
+        if session is None:
+            return
+        before = Path(session.path).read_bytes()
+        files = set(self._laptop_files())
+        done = self._refusable(lambda: session_rewind(session=session, turn=turn))
+        if done is not None:
+            made = set(self._laptop_files()) - files
+            self.before_rewind[self._inside(session)] = (before, made)
+
+    @precondition(lambda self: self.before_rewind)
+    @rule(pick=st.integers(0, 100))
+    def undo(self, pick: int) -> None:
+        """Undo a rewind made on the laptop (its file untouched since)."""
+        inside = sorted(self.before_rewind)[pick % len(self.before_rewind)]
+        expected, _ = self.before_rewind.pop(inside)
+        sessions_import(roots=[self.home / root for root in ROOTS])
+        session = Session.objects.get(namespace="", path=str(self.home / inside))
+        done = self._refusable(lambda: session_rewind_undo(session=session))
+        if session.agent != "qwen":  # Qwen's undo appends a line; the others rewrite
+            assert done is not None, "the undo of an untouched rewind was refused"
+            assert Path(session.path).read_bytes() == expected, "undo did not restore the bytes"
+
+    @rule(pick=st.integers(0, 100), turn=st.none() | st.integers(1, 6), include=st.booleans())
+    def fork(self, pick: int, turn: int | None, include: bool) -> None:
+        session = self._laptop_session(pick)
+        if session is None:
+            return
+        new = self._refusable(
+            lambda: session_fork(session=session, turn=turn, include_turn=include)
+        )
+        if new is not None:
+            assert Path(new.path).is_relative_to(self.home), "a laptop's fork left its home"
+
+    @rule(pick=st.integers(0, 100))
+    def delete_file(self, pick: int) -> None:
+        """A CLI's cleanup deletes a session file: the hub keeps what it had."""
+        files = sorted(self._laptop_files())
+        if len(files) <= 1:
+            return
+        inside = files[pick % len(files)]
+        (self.home / inside).unlink()
+        self.deleted.add(inside)
+        self.half.pop(inside, None)
+        self.before_rewind.pop(inside, None)
+        for rewound, (_, made) in list(self.before_rewind.items()):
+            if inside in made:  # its backup: that undo is refused now
+                del self.before_rewind[rewound]
+
+    # The wire
+
+    @rule(cut=st.none() | st.tuples(st.integers(0, 4), st.booleans()))
+    def push_all(self, cut: tuple[int, bool] | None) -> None:
+        """A push; with `cut` (n, answer lost), its connection drops at the n-th chunk or
+        commit: before it is sent, or once the hub took it but before its answer came."""
+        if cut is not None:
+            return self._push_cut_off(*cut)
+        report = push(self.hub)
+        assert report.problems == [], report.problems
+        laptop = self._laptop_files()
+        for inside, raw in laptop.items():
+            assert self._hub_bytes(inside) == raw, f"{inside}: the hub's bytes differ"
+            self.held[inside] = raw
+        assert push(self.hub).sent_files == [], "a repeated push sent something"
+        self._check_deleted()
+
+    def _push_cut_off(self, after: int, answer_lost: bool) -> None:
+        laptop = self._laptop_files()
+        hub = CutHub(self.hub.login, after, answer_lost)
+        try:
+            push(hub)
+        except Cut:
+            pass
+        finally:
+            _close(hub)
+        for inside, raw in laptop.items():
+            now = self._hub_bytes(inside)
+            if now is None:
+                assert inside not in self.held, f"{inside}: gone from the hub"
+                continue
+            assert now == self.held.get(inside) or raw.startswith(now), (
+                f"{inside}: the hub holds neither what it had nor a start of the file"
+            )
+            self.held[inside] = now
+        self._check_deleted()
+
+    @rule(tear=st.none() | st.floats(0.0, 0.99))
+    def hub_restarts(self, tear: float | None) -> None:
+        """The hub stops and starts again: its files and its database stay, the rest goes.
+        With `tear`, a staging file lost its tail (written but never synced)."""
+        if tear is not None:
+            for staging in sorted(namespace_folder(NS).rglob(".*.push")):
+                size = staging.stat().st_size
+                with staging.open("r+b") as f:
+                    f.truncate(int(size * tear))
+                break
+        connections.close_all()
+        _close(self.hub)
+        self.hub = Hub(Login(self.url, NS, self.token))
+        sessions_import(roots=hub_roots())  # its import pass at start
+        self._check_deleted()
+
+    @rule(pick=st.integers(0, 100), turn=st.none() | st.integers(1, 6), include=st.booleans())
+    def hub_fork(self, pick: int, turn: int | None, include: bool) -> None:
+        """Someone forks one of the laptop's sessions on the hub."""
+        pushed = list(Session.objects.listed().filter(namespace=NS).order_by("path"))
+        if not pushed:
+            return
+        source = pushed[pick % len(pushed)]
+        before = self._hub_files()
+        try:
+            new = session_fork(session=source, turn=turn, include_turn=include)
+        except BranchError:
+            assert self._hub_files() == before, "a refused fork changed a file on the hub"
+            return
+        self.unpulled += 1
+        assert new.namespace == NS
+        assert Path(new.path).is_relative_to(namespace_folder(NS))
+
+    @precondition(lambda self: self.unpulled)
+    @rule()
+    def pull_back(self) -> None:
+        self.unpulled = 0
+        report = pull(self.hub)
+        assert report.problems == [], report.problems
+        for written in report.written:
+            inside = written.relative_to(self.home).as_posix()
+            assert written.read_bytes() == self._hub_bytes(inside)
+            self.held[inside] = written.read_bytes()
+        assert self.hub.json("GET", "pulls")["files"] == [], "a pulled file is offered again"
+
+    # What stays true
+
+    def _hub_bytes(self, inside: str) -> bytes | None:
+        path = namespace_folder(NS) / inside
+        return path.read_bytes() if path.exists() else None
+
+    def _hub_files(self) -> dict[str, bytes]:
+        base = namespace_folder(NS)
+        return {p.relative_to(base).as_posix(): p.read_bytes() for p in base.rglob("*.jsonl")}
+
+    def _check_deleted(self) -> None:
+        for inside in self.deleted:
+            assert self._hub_bytes(inside) == self.held.get(inside), (
+                f"{inside}: deleted on the laptop, the hub no longer holds its last version"
+            )
+
+    @precondition(lambda self: hasattr(self, "hub"))
+    @invariant()
+    def hub_index_is_a_fresh_import(self) -> None:
+        base = str(namespace_folder(NS)) + os.sep
+        index = {p: f for p, f in index_facts().items() if p.startswith(base)}
+        named = Session.objects.filter(namespace=NS).values_list("path", flat=True)
+        assert set(named) == set(index), "a session of the namespace outside its folder"
+        assert index == fresh_import_facts(hub_roots())
+
+
+def test_any_sequence_of_pushes_keeps_the_hub_true(
+    live_server, settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = _user("alice", "push_sessions")
+    _, key = ApiToken.issue(name="laptop", user=user)
+    home = Path(tempfile.mkdtemp(prefix="laptop-", dir=tmp_path))
+    monkeypatch.setenv("HOME", str(home))
+    for variable in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("BRANCHBOARD_HUB_PUSH_CHUNK", str(CHUNK))
+    settings.SESSION_ROOTS = [home / root for root in ROOTS]
+    settings.DATA_DIR = tmp_path / "data"
+    settings.HUB_PROJECTS = ["*"]
+    settings.HUB_EXCLUDE = []
+    HubAndLaptop.home = home
+    HubAndLaptop.data = settings.DATA_DIR
+    HubAndLaptop.url = live_server.url
+    HubAndLaptop.token = key
+    # Rewinds right after an append are refused as busy by design; here they should run.
+    with override_settings(BRANCHBOARD_BUSY_SECONDS=0):
+        run_state_machine_as_test(
+            HubAndLaptop,
+            settings=run_settings(
+                max_examples=EXAMPLES,
+                stateful_step_count=STEPS,
+                deadline=None,
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
