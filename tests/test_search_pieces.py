@@ -8,13 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 
 from sessions_app.models import SearchText
 from sessions_app.models_search import CHUNK_OVERLAP, CHUNK_STEP
 from sessions_app.selectors.search import SearchQuery, search
 from sessions_app.services.importing import sessions_import
-from sessions_app.services.searching import search_refresh
+from sessions_app.services.searching import TRIGRAM_INDEXES, search_refresh
 
 from .factories import assistant_record, jsonl, user_record
 
@@ -151,3 +151,20 @@ def test_the_newest_texts_first_rank_the_same_rows_as_all_texts(
             assert spanned == whole, term
             spans += sum("c.text_id >= " in q["sql"] for q in queries.captured_queries)
     assert spans >= 10, "the spans were looked at"
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_the_pass_leaves_no_pending_entries_for_searches_to_read(tmp_path: Path, db) -> None:
+    with connection.cursor() as cursor:
+        try:
+            with transaction.atomic():
+                cursor.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+        except DatabaseError:
+            pytest.skip("pgstattuple cannot be created here")
+    sessions_import(roots=[_session(tmp_path / "root", ["a qzpending reply"]).parent.parent])
+    assert search_refresh().stored
+    with connection.cursor() as cursor:
+        for index in TRIGRAM_INDEXES:
+            cursor.execute("SELECT pending_pages FROM pgstatginindex(%s::regclass)", [index])
+            assert cursor.fetchone()[0] == 0, index
+    assert search(SearchQuery("qzpending")).texts == 1
