@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from sessions_app.models import Record, Session
-from sessions_app.services.branching import WriteCheckFailed, forking, readback, session_fork
+from sessions_app.services.branching import (
+    WriteCheckFailed,
+    forking,
+    forking_threads,
+    readback,
+    session_fork,
+)
 from sessions_app.services.branching.registering import reindex
 
 from .facts import TURNS
@@ -98,7 +104,7 @@ def test_a_fork_that_the_read_back_cannot_vouch_for_is_imported_in_full(
     def unproven(*args, **kwargs):
         raise readback.Unproven("for the test")
 
-    monkeypatch.setattr(forking, "read_back", unproven)
+    monkeypatch.setattr(forking_threads, "read_back", unproven)
     new = session_fork(session=source, turn=2)
     derived = facts(new)
     reindex(new, full=True)

@@ -22,9 +22,6 @@ import hashlib
 import io
 import os
 import sys
-import tempfile
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -130,97 +127,6 @@ def archive_written(*, session: Session, path: os.PathLike[str] | str) -> None:
         raise
     except Exception:  # noqa: S110 - the next import pass catches up
         pass
-
-
-class PieceMaker:
-    """A new file's pieces, made from its bytes as they are written: compressed and digested
-    in a thread (zstd and SHA-256 let go of the GIL), so that a fork's archive costs its
-    writer little more than the rows that store it (`archive_made`).
-
-    The compressed pieces wait in a spooled temporary file (memory holds a few MB of them,
-    whatever the file's size) until the fork is registered; none is stored before then.
-    """
-
-    SPOOL_BYTES = 16 << 20
-
-    def __init__(self) -> None:
-        self.enabled = archive_enabled()
-        self.size = 0  # bytes handed over
-        self._carry = b""  # the thread's: bytes short of a whole piece, not compressed yet
-        self._made: list[tuple[int, int, int, int, str]] = []  # start, length, at, size, digest
-        # Closed by `__exit__`.
-        self._spool = tempfile.SpooledTemporaryFile(max_size=self.SPOOL_BYTES)  # noqa: SIM115
-        self._pool = ThreadPoolExecutor(1) if self.enabled else None
-        self._last: Future | None = None
-
-    def __enter__(self) -> PieceMaker:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-        self._spool.close()
-
-    def add(self, data: bytes | bytearray | memoryview) -> None:
-        """The next bytes of the file (copied: the caller may reuse its buffer)."""
-        if self._pool is None:
-            return
-        block = bytes(data)
-        self._last = self._pool.submit(self._take, self.size, block)
-        self.size += len(block)
-
-    def _take(self, at: int, block: bytes) -> None:
-        data = self._carry + block if self._carry else block
-        start = at - len(self._carry)
-        whole = len(data) - len(data) % PIECE_BYTES
-        with memoryview(data) as view:
-            for i in range(0, whole, PIECE_BYTES):
-                self._store(start + i, view[i : i + PIECE_BYTES])
-        self._carry = data[whole:]
-
-    def _store(self, start: int, raw: memoryview | bytes) -> None:
-        packed = zstd.compress(raw, level=LEVEL)
-        self._made.append(
-            (start, len(raw), self._spool.tell(), len(packed), hashlib.sha256(raw).hexdigest())
-        )
-        self._spool.write(packed)
-
-    def pieces(self, tail: bytes) -> Iterator[tuple[int, int, bytes, str]]:
-        """Every piece (start, length, compressed bytes, digest) of the bytes handed over,
-        then `tail`, in order; waits for the thread."""
-        if self._pool is None:
-            return
-        if self._last is not None:
-            self._last.result()  # the thread's errors come out here
-        self._pool.submit(self._take, self.size, tail).result()
-        if self._carry:
-            self._store(self.size + len(tail) - len(self._carry), self._carry)
-            self._carry = b""
-        self._spool.seek(0)
-        for start, length, _at, packed, digest_ in self._made:
-            yield start, length, self._spool.read(packed), digest_
-
-
-def archive_made(*, session: Session, maker: PieceMaker, tail: bytes) -> bool:
-    """Store the pieces `maker` made of a file the dashboard wrote, its last line `tail`
-    apart (it may be written again after the rest); whether they were stored.
-
-    The caller has read the file back against the CRC-32 of the bytes handed to `maker`,
-    line by line, and holds the transaction. Pieces are stored only when they hold
-    exactly the session's bytes, 0 to `bytes_imported`.
-    """
-    if not maker.enabled or maker.size + len(tail) != session.bytes_imported:
-        return False
-    batch: list[ArchivePiece] = []
-    for start, length, data, digest_ in maker.pieces(tail):
-        batch.append(
-            ArchivePiece(session=session, start=start, length=length, data=data, digest=digest_)
-        )
-        if len(batch) == 64:
-            ArchivePiece.objects.bulk_create(batch)
-            batch.clear()
-    ArchivePiece.objects.bulk_create(batch)
-    return True
 
 
 def archive_ends(session_ids: list[int] | None = None) -> dict[int, int]:

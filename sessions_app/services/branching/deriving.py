@@ -22,7 +22,8 @@ from django.utils import timezone
 from ...formats import collapse
 from ...formats.markup import title_text
 from ...models import TITLE_LIMIT, Record, Session
-from ..archive import PieceMaker, archive_made, archive_written
+from ..archive import archive_written
+from ..archive_making import PieceMaker, archive_made
 from ..import_plan import HEAD_BYTES, digest
 from ..importing import RECORD_COLUMNS
 from .kept import Written
