@@ -40,11 +40,12 @@ test: checks
 test-fast: checks
 	$(TEST_DATA) $(PY) -m pytest $(RANDOM_ORDER) -m "not browser and not compat" $(PYTEST_ARGS)
 
-# The long run of the stateful property test (BRANCHBOARD_PROPERTY_EXAMPLES examples).
+# The long run of the stateful property tests, the index's and the hub's
+# (BRANCHBOARD_PROPERTY_EXAMPLES examples).
 property: venv
 	$(TEST_DATA) BRANCHBOARD_PROPERTY_EXAMPLES=$${BRANCHBOARD_PROPERTY_EXAMPLES:-300} \
 		BRANCHBOARD_PROPERTY_STEPS=$${BRANCHBOARD_PROPERTY_STEPS:-20} \
-		$(PY) -m pytest tests/test_trust_machine.py $(PYTEST_ARGS)
+		$(PY) -m pytest tests/test_trust_machine.py tests/test_hub_machine.py $(PYTEST_ARGS)
 
 format: venv
 	$(PY) -m ruff format .
