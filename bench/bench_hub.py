@@ -105,7 +105,7 @@ def _free_port() -> int:
 class HubServer:
     """gunicorn serving the app in team mode on the hub's database and data folder."""
 
-    def __init__(self, env: dict[str, str], work: Path) -> None:
+    def __init__(self, env: dict[str, str], work: Path, name: str = "hub") -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = dict(
@@ -113,15 +113,15 @@ class HubServer:
             HOME=str(work / "hub-home"),
             BRANCHBOARD_TEAM_MODE="1",
             BRANCHBOARD_BIND=f"127.0.0.1:{self.port}",
-            BRANCHBOARD_ACCESS_LOG=str(work / "hub-access.log"),
+            BRANCHBOARD_ACCESS_LOG=str(work / f"{name}-access.log"),
             # The access log names each request's time on the hub (microseconds).
             GUNICORN_CMD_ARGS="--access-logformat '%(m)s %(U)s %(s)s %(D)s'",
         )
-        self.access_log = work / "hub-access.log"
+        self.access_log = work / f"{name}-access.log"
         for name in ("BRANCHBOARD_ROOTS", "CLAUDE_CONFIG_DIR", "QWEN_HOME", "CODEX_HOME"):
             self.env.pop(name, None)
         (work / "hub-home").mkdir(exist_ok=True)
-        self.log = (work / "hub-gunicorn.log").open("ab")
+        self.log = (work / f"{name}-gunicorn.log").open("ab")
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -611,10 +611,21 @@ def p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
 
 
-def many_machines(hub: HubServer, token: str, cookie: str, machines: int, seconds: float):
-    """Pages under pushes from `machines` machines; idle pages first (the baseline)."""
+def many_machines(
+    hub: HubServer, token: str, cookie: str, machines: int, seconds: float, push_url: str = ""
+):
+    """Pages under pushes from `machines` machines; idle pages first (the baseline).
+    `push_url`: where the machines push (the hub's push pool), if not the pages' server."""
     proc = subprocess.Popen(
-        [PYTHON, __file__, "--child-machines", hub.url, token, str(machines), str(seconds)],
+        [
+            PYTHON,
+            __file__,
+            "--child-machines",
+            push_url or hub.url,
+            token,
+            str(machines),
+            str(seconds),
+        ],
         env=dict(hub.env, PYTHONUNBUFFERED="1"),
         cwd=ROOT,
         stdin=subprocess.PIPE,
@@ -749,6 +760,13 @@ def main() -> None:
                 rows += run_append(args, work, hub, token)
             if "machines" in parts:
                 rows += run_machines(args, hub, token, cookie)
+                # The deployment's push pool: 3 workers of their own at nice 10.
+                pool = HubServer(
+                    dict(hub_env, BRANCHBOARD_WORKERS="3", BRANCHBOARD_NICE="10"), work, "pool"
+                )
+                pool.start()
+                stack.callback(pool.stop)
+                rows += run_machines(args, hub, token, cookie, pool)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -876,16 +894,24 @@ def run_append(args, work: Path, hub: HubServer, token: str) -> list[list[str]]:
     ]
 
 
-def run_machines(args, hub: HubServer, token: str, cookie: str) -> list[list[str]]:
-    samples, results, setup = many_machines(hub, token, cookie, args.machines, args.seconds)
+def run_machines(
+    args, hub: HubServer, token: str, cookie: str, pool: HubServer | None = None
+) -> list[list[str]]:
+    """The machines push to the pages' own server, or with `pool` to the hub's push pool
+    (deploy/branchboard-hub.service: workers of its own, at nice 10)."""
+    push_url = pool.url if pool is not None else ""
+    where = "to the push pool" if pool is not None else "to the pages' server"
+    samples, results, setup = many_machines(
+        hub, token, cookie, args.machines, args.seconds, push_url
+    )
     idle = samples.get("idle", [])
     rows = []
     print(
-        f"{args.machines} machines set up (a file each, committed) in {setup:.1f} s; "
-        f"idle pages: {len(idle)} fetched, p95 {p95(idle) * 1000:.1f} ms",
+        f"{args.machines} machines pushing {where}, set up (a file each, committed) in "
+        f"{setup:.1f} s; idle pages: {len(idle)} fetched, p95 {p95(idle) * 1000:.1f} ms",
         flush=True,
     )
-    for phase, label in (("paced", "1 append/s each"), ("flat", "flat out")):
+    for phase, label in (("paced", f"1 append/s each, {where}"), ("flat", f"flat out, {where}")):
         got = samples.get(phase, [])
         r = results.get(phase, {})
         print(

@@ -20,3 +20,11 @@ forwarded_allow_ips = os.environ.get("BRANCHBOARD_FORWARDED_ALLOW_IPS", "127.0.0
 # first request at once instead of importing the app first (`make run`'s first page).
 # No connection is opened at load time, so none is shared across the fork.
 preload_app = True
+# A hub's push pool (deploy/branchboard-hub.service) runs its workers at a lower CPU
+# priority, so pages stay quick while machines push: BRANCHBOARD_NICE=10 there.
+NICE = int(os.environ.get("BRANCHBOARD_NICE", "0"))
+
+
+def post_fork(server: object, worker: object) -> None:
+    if NICE:
+        os.nice(NICE)

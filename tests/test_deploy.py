@@ -89,7 +89,9 @@ def test_gunicorn_config_serves_the_dashboard(tmp_path: Path) -> None:
         server.wait(timeout=30)
 
 
-@pytest.mark.parametrize("unit", ["branchboard-web.service", "branchboard-importer.service"])
+@pytest.mark.parametrize(
+    "unit", ["branchboard-web.service", "branchboard-importer.service", "branchboard-hub.service"]
+)
 def test_systemd_units_parse_and_point_at_real_commands(unit: str) -> None:
     parser = configparser.ConfigParser(strict=True, interpolation=None)
     parser.optionxform = str  # systemd keys are case-sensitive
@@ -201,7 +203,10 @@ def _site_behind(app_port: int, https_port: int, http_port: int, cert: Path, key
     """The shipped site, moved to loopback test ports; each edit must find its target."""
     site = (DEPLOY / "nginx-branchboard.conf").read_text()
     edits = {
-        "server 127.0.0.1:8000": f"server 127.0.0.1:{app_port}",
+        "server 127.0.0.1:8000 fail_timeout=0;": f"server 127.0.0.1:{app_port} fail_timeout=0;",
+        # The hub's push pool is not running here: its upstream falls back to the pages'.
+        "server 127.0.0.1:8001 fail_timeout=0;": f"server 127.0.0.1:{_free_port()};",
+        "server 127.0.0.1:8000 backup;": f"server 127.0.0.1:{app_port} backup;",
         "listen 443 ssl http2;": f"listen 127.0.0.1:{https_port} ssl http2;",
         "listen 80;": f"listen 127.0.0.1:{http_port};",
         "/etc/letsencrypt/live/branchboard.example.com/fullchain.pem": str(cert),
