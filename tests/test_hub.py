@@ -313,3 +313,16 @@ def test_a_big_file_is_committed_then_its_search_and_usage_caught_up_by_a_reques
         session = Session.objects.get(namespace="alice@laptop", session_id=local.stem)
         assert session.search_lines == session.line_count
         assert session.usage_lines == session.line_count
+
+
+def test_a_file_the_hub_refuses_is_reported_and_the_others_still_go(
+    machine: Path, alice: Hub, settings
+) -> None:
+    files = sorted(_sessions(machine), key=lambda p: p.stat().st_size)
+    settings.HUB_MAX_FILE = files[-1].stat().st_size - 1  # the biggest is over the limit
+    report = push(alice)
+    assert len(report.problems) == 1 and str(files[-1]) in report.problems[0]
+    assert "at most" in report.problems[0]
+    for local in files[:-1]:
+        assert _hub_file("alice@laptop", local).read_bytes() == local.read_bytes()
+    assert not _hub_file("alice@laptop", files[-1]).exists()

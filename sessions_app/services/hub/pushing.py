@@ -33,7 +33,7 @@ from django.conf import settings
 from ...formats import agents
 from ..discovery import RootError, SessionFile, discover
 from ..roots import open_regular
-from .client import LONG_TIMEOUT, Hub
+from .client import LONG_TIMEOUT, Hub, HubError
 from .namespaces import hub_folder
 from .proofs import Held, proofs
 
@@ -187,6 +187,10 @@ def push(
                 _push_file(hub, local, state.get(local.hub_path) or {}, report, dry_run, said)
             except (OSError, ValueError) as exc:
                 report.problems.append(f"{local.path}: {exc}")
+            except HubError as exc:
+                if not exc.status:
+                    raise  # the hub is away: the rest would fail too
+                report.problems.append(f"{local.path}: {exc}")  # this file only
     return report
 
 
