@@ -99,7 +99,9 @@ def test_a_term_across_a_cut_is_found_like_the_full_scan(tmp_path: Path, db) -> 
             assert [str(g.session.session_id) for g in results.groups] == [SID]
 
 
-@pytest.mark.skipif("connection.vendor != 'postgresql'")
+@pytest.mark.skipif(
+    "connection.vendor != 'postgresql'", reason="the pieces exist on PostgreSQL only"
+)
 def test_the_pieces_follow_their_texts_through_a_re_import(tmp_path: Path, db) -> None:
     long = _padded("qzold_marker_in_a_long_text", CHUNK_STEP - 3, 4 * CHUNK_STEP + 7)
     path = _session(tmp_path / "root", [long, "a short qzkept reply", "qzgone short reply"])
@@ -133,7 +135,9 @@ def _shown(results) -> tuple:
     return results.texts, results.windowed, hits
 
 
-@pytest.mark.skipif("connection.vendor != 'postgresql'")
+@pytest.mark.skipif(
+    "connection.vendor != 'postgresql'", reason="the pieces exist on PostgreSQL only"
+)
 def test_the_newest_texts_first_rank_the_same_rows_as_all_texts(
     imported: Path, monkeypatch
 ) -> None:
@@ -159,7 +163,9 @@ def test_the_newest_texts_first_rank_the_same_rows_as_all_texts(
     assert spans >= 10, "the spans were looked at"
 
 
-@pytest.mark.skipif("connection.vendor != 'postgresql'")
+@pytest.mark.skipif(
+    "connection.vendor != 'postgresql'", reason="the pieces exist on PostgreSQL only"
+)
 def test_the_pass_leaves_no_pending_entries_for_searches_to_read(tmp_path: Path, db) -> None:
     with connection.cursor() as cursor:
         try:
