@@ -56,7 +56,8 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.corpus import fresh_database, long_session  # noqa: E402 (needs the path above)
+from bench.bench_fork import cp_sync  # noqa: E402 (needs the path above)
+from bench.corpus import fresh_database, long_session  # noqa: E402
 
 MB = 1_000_000
 PYTHON = sys.executable
@@ -258,17 +259,6 @@ def sha256_of(path: Path) -> str:
         while block := f.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
-
-
-def cp_sync(path: Path, scratch: Path) -> float:
-    """The baseline: `cp` of the session file, then `sync` of the copy (fsync)."""
-    target = scratch / "cp-baseline.jsonl"
-    start = time.perf_counter()
-    subprocess.run(["cp", str(path), str(target)], check=True)
-    subprocess.run(["sync", str(target)], check=True)
-    spent = time.perf_counter() - start
-    target.unlink()
-    return spent
 
 
 def push_cold(machine: Machine, hub: HubServer) -> dict[str, float]:
