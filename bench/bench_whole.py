@@ -28,6 +28,7 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -108,8 +109,56 @@ def branchboard_import(
         cmd = [sys.executable, "manage.py", "import_sessions", "--no-progress"]
         seconds, rss, out = timed(cmd, env, ROOT)
         size = _archive_bytes(env)
+        if backend == "sqlite" and archive and n == 0:
+            FLOOR.update(fts_floor(data / "branchboard.sqlite3", tmp))
     shutil.rmtree(data, ignore_errors=True)
     return seconds, rss, out, size
+
+
+# The search index's floor, measured on the first SQLite import's own texts.
+FLOOR: dict[str, float] = {}
+
+
+def fts_floor(database: Path, tmp: Path) -> dict[str, float]:
+    """Seconds a bare FTS5 trigram table takes to index the texts that import stored.
+
+    The same texts, the same batches of 2,000 (services/searching), into a fresh table
+    of its own with nothing else in the transaction: what the whole import's search pass
+    cannot go under while it promises substrings of any length (a word index such as
+    agentsview's FTS5 `unicode61` cannot find `parse_line(` inside `self.parse_line(x)`).
+    Beside it, `unicode61` on the same texts: what a word index costs.
+    """
+    with sqlite3.connect(database) as source:
+        texts = source.execute(
+            "SELECT id, text FROM sessions_app_searchtext ORDER BY id"
+        ).fetchall()
+    out: dict[str, float] = {"text_mb": sum(len(t.encode()) for _, t in texts) / MB}
+    for name, tokenize in (("trigram", "trigram"), ("unicode61", "unicode61")):
+        path = tmp / f"floor-{name}.sqlite3"
+        db = sqlite3.connect(path, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, text TEXT)")
+            db.execute(
+                "CREATE VIRTUAL TABLE f USING fts5("
+                f"text, content='t', content_rowid='id', tokenize='{tokenize}')"
+            )
+            db.executemany("INSERT INTO t VALUES (?, ?)", texts)
+            start = time.perf_counter()
+            db.execute("BEGIN")
+            for i in range(0, len(texts), 2000):
+                batch = texts[i : i + 2000]
+                db.execute(
+                    "INSERT INTO f(rowid, text) SELECT id, text FROM t WHERE id BETWEEN ? AND ?",
+                    [batch[0][0], batch[-1][0]],
+                )
+            db.execute("COMMIT")
+            out[name] = time.perf_counter() - start
+        finally:
+            db.close()
+            path.unlink(missing_ok=True)
+    return out
 
 
 def _archive_bytes(env: dict[str, str]) -> int:
@@ -132,8 +181,23 @@ def agentsview_sync(binary: str, home: Path, tmp: Path, n: int) -> tuple[float, 
     shutil.rmtree(data, ignore_errors=True)
     env = dict(os.environ, HOME=str(home), AGENTSVIEW_NO_DAEMON="1")
     result = timed([binary, "sync"], env, tmp)
+    if n == 0:
+        FLOOR["peer_text_mb"] = _peer_text_mb(data / "sessions.db")
     shutil.rmtree(data, ignore_errors=True)
     return result
+
+
+def _peer_text_mb(database: Path) -> float:
+    """MB of text agentsview's search index (FTS5 `porter unicode61`) holds; -1 if unknown."""
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+            row = db.execute(
+                "SELECT SUM(LENGTH(CAST(content AS BLOB)) + LENGTH(CAST(rendered AS BLOB))) "
+                "FROM message_search_content"
+            ).fetchone()
+    except sqlite3.Error:
+        return -1.0
+    return (row[0] or 0) / MB
 
 
 def _free_port() -> int:
@@ -279,6 +343,20 @@ def main() -> None:
                     f"whole import vs agentsview ({backend}): {peer / ours:.2f}x as fast "
                     f"(target >= 1, goal 2)"
                 )
+        if FLOOR:
+            print(
+                f"floor: a bare FTS5 trigram index of the same {FLOOR['text_mb']:.1f} MB of "
+                f"texts takes {FLOOR['trigram']:.2f} s alone"
+                + (f" ({FLOOR['trigram'] / peer:.2f}x agentsview's whole sync)" if peer else "")
+                + f"; FTS5 unicode61 (words only) {FLOOR['unicode61']:.2f} s; "
+                f"read + orjson.loads {base:.2f} s"
+            )
+        if FLOOR.get("peer_text_mb", -1) >= 0:
+            print(
+                f"indexed for search: branchboard {FLOOR.get('text_mb', 0):.1f} MB of texts "
+                "(prompts, replies, tool inputs and outputs: substrings of any length), "
+                f"agentsview {FLOOR['peer_text_mb']:.1f} MB (messages' words)"
+            )
 
         if not args.no_first_page:
             page, whole = first_page(home, tmp, deadline=600)
