@@ -394,6 +394,10 @@ def parse_whole(text: str) -> dict[str, Any] | None:
             "peak": float(m.group(7)),
         }
     page = re.search(rf"make run first page: {NUM} s", text)
+    floor = re.search(
+        rf"floor: a bare FTS5 trigram index of the same {NUM} MB of texts takes {NUM} s", text
+    )
+    peer_text = re.search(rf"agentsview {NUM} MB \(messages' words\)", text)
     archive = re.search(
         rf"archive: {NUM} MB for {NUM} MB of sessions \({NUM} MB per transcript MB\); "
         rf"it adds \+?{NUM} s",
@@ -405,6 +409,8 @@ def parse_whole(text: str) -> dict[str, Any] | None:
         "baseline_rate": float(base.group(2)),
         "rows": rows,
         "first_page": float(page.group(1)) if page else None,
+        "floor": (float(floor.group(1)), float(floor.group(2))) if floor else None,
+        "peer_text_mb": float(peer_text.group(1)) if peer_text else None,
     }
 
 
@@ -648,6 +654,22 @@ def summary(benches: dict[str, Bench]) -> list[tuple[str, str, str, str, str]]:
                     if peer and not name.startswith("agentsview")
                     else "",
                     ">= 1x agentsview (goal 2x)" if not name.startswith("agentsview") else "",
+                )
+            )
+        if whole.get("floor"):
+            text_mb, seconds = whole["floor"]
+            rows.append(
+                (
+                    f"  its floor: a bare FTS5 trigram index of its {text_mb:.1f} MB of texts",
+                    f"{seconds:.2f} s",
+                    (f"agentsview {peer['median']:.2f} s" if peer else "")
+                    + (
+                        f", indexing {whole['peer_text_mb']:.1f} MB of words"
+                        if whole.get("peer_text_mb") is not None
+                        else ""
+                    ),
+                    f"{seconds / peer['median']:.2f}x agentsview's whole sync" if peer else "",
+                    "reported",
                 )
             )
         if whole.get("archive"):
