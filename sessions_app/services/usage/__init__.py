@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import BinaryIO
 
 from django.db import DatabaseError, connection, transaction
-from django.db.models import F, Min, Q
+from django.db.models import F, Min
 from django.template.defaultfilters import pluralize
 from zlib_ng.zlib_ng import crc32
 
@@ -122,17 +121,9 @@ def _slice(session: Session, report: UsageReport) -> tuple[bool, int]:
     high = min(count, low + SLICE_LINES)
     agent = agent_for(session.agent)
     reader = agent.usage_reader(str(session.session_id)) if agent.usage_reader else None
-    wanted = Q(kind__in=(ASSISTANT, PROGRESS))
-    if reader is not None:
-        wanted |= Q(raw_type__in=reader.types)
-    rows = (
-        Record.objects.filter(wanted, session=session, line__gte=low, line__lt=high)
-        .order_by("line")
-        .values_list("line", "offset", "length", "digest", "timestamp", "kind")
-    )
     usage_of = agent.usage_of if reader is None else reader.read
-    found: dict[str, tuple[int, datetime | None, MessageUsage]] = {}
-    with session_open(session) as f:
+    found: dict[str, tuple[int, object, MessageUsage]] = {}
+    with session_open(session) as f, connection.cursor() as cursor:
         if reader is not None and low:
             # What the lines before this slice told the reader (the model of the turn).
             earlier = session.records.filter(line__lt=low, raw_type__in=reader.types)
@@ -140,7 +131,10 @@ def _slice(session: Session, report: UsageReport) -> tuple[bool, int]:
                 "offset", "length", "digest"
             ):
                 reader.read(_checked(f, offset, length, digest))
-        for line, offset, length, digest, at, kind in rows.iterator(chunk_size=2000):
+        # Raw: the ORM would make a datetime of every row's stamp, and a slice reads
+        # thousands of rows to keep a few; the stamp goes back to the database as it came.
+        cursor.execute(*_rows_sql(session.pk, low, high, reader.types if reader else ()))
+        for line, offset, length, digest, at, kind in cursor.fetchall():
             f.seek(offset)
             raw = f.read(length)
             if len(raw) != length or crc32(raw) != digest:
@@ -162,6 +156,23 @@ def _slice(session: Session, report: UsageReport) -> tuple[bool, int]:
     return high >= count, len(found)
 
 
+def _rows_sql(pk: int, low: int, high: int, types: Iterable[str]) -> tuple[str, list]:
+    """The records of lines `low` to `high` that may carry usage, in order of line."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(
+        quote(c) for c in ("line", "offset", "length", "digest", "timestamp", "kind")
+    )
+    kinds = [ASSISTANT, PROGRESS]
+    wanted = "kind IN (%s, %s)"
+    if types := sorted(types):
+        wanted = f"({wanted} OR raw_type IN ({', '.join(['%s'] * len(types))}))"
+    sql = (
+        f"SELECT {columns} FROM {Record._meta.db_table} "  # noqa: S608
+        f"WHERE session_id = %s AND line >= %s AND line < %s AND {wanted} ORDER BY line"
+    )
+    return sql, [pk, low, high, *kinds, *types]
+
+
 def _checked(f: BinaryIO, offset: int, length: int, digest: int) -> dict:
     """The record the index names at `offset`, parsed ({} when it is no object)."""
     f.seek(offset)
@@ -172,7 +183,7 @@ def _checked(f: BinaryIO, offset: int, length: int, digest: int) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _store(session: Session, found: dict[str, tuple[int, datetime | None, MessageUsage]]) -> None:
+def _store(session: Session, found: dict[str, tuple[int, object, MessageUsage]]) -> None:
     """Insert the new messages; merge those the session already holds into their rows."""
     if not found:
         return
@@ -208,8 +219,7 @@ def _store(session: Session, found: dict[str, tuple[int, datetime | None, Messag
             merged = tuple(max(a, b) for a, b in zip(held[key][1:], counts, strict=True))
             updates.append((*merged, session.pk, key))
         else:
-            stamp = connection.ops.adapt_datetimefield_value(at) if at else None
-            inserts.append((session.pk, line, key, u.model, stamp, *counts, key in elsewhere))
+            inserts.append((session.pk, line, key, u.model, at, *counts, key in elsewhere))
     with connection.cursor() as cursor:
         if inserts:
             cursor.executemany(
