@@ -76,3 +76,23 @@ def test_a_later_page_of_a_projects_sessions_is_read_from_its_index_at_the_curso
     assert index in found, found
     # The walk starts at the cursor (the key's bound is in the index condition), not at the top.
     assert re.search(rf"Index Cond: .*{field}", found), found
+
+
+def test_the_search_pass_finds_a_copied_records_text_through_the_uuid_index() -> None:
+    """Every slice of the search pass looks its uuids up; a scan of all texts per slice
+    made a big first import quadratic. The lookup's condition must be the partial unique
+    index's own (`NOT (uuid = '')`): SQLite does not see that `uuid <> ''` is the same."""
+    from django.test.utils import CaptureQueriesContext
+
+    from sessions_app.models import SearchText
+    from sessions_app.services.searching.indexing import _texts_by_uuid
+
+    held = SearchText.objects.create(uuid="u-1", part="prompt", text="hello")
+    SearchText.objects.create(uuid="", part="title", text="a title")
+    with CaptureQueriesContext(connection) as queries:
+        assert _texts_by_uuid(["u-1", "u-2", "u-1"]) == {"u-1": held.pk}
+    (query,) = queries.captured_queries
+    sql = query["sql"]
+    params = re.findall(r"'([^']*)'", sql.split(" IN ")[1].split(")")[0])
+    found = plan(re.sub(r"IN \([^)]*\)", "IN (%s, %s)", sql, count=1), params)
+    assert "unique_search_text_uuid" in found, found
