@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import BinaryIO
 
 from django.db import DatabaseError, connection, transaction
@@ -29,6 +30,8 @@ from ..import_status import CatchUp
 from ..roots import UnsafePath
 
 SLICE_LINES = 20_000
+# A record's stamp as the database gives it (SQLite: its text; PostgreSQL: a datetime).
+Stamp = str | datetime | None
 
 
 @dataclass
@@ -122,7 +125,7 @@ def _slice(session: Session, report: UsageReport) -> tuple[bool, int]:
     agent = agent_for(session.agent)
     reader = agent.usage_reader(str(session.session_id)) if agent.usage_reader else None
     usage_of = agent.usage_of if reader is None else reader.read
-    found: dict[str, tuple[int, object, MessageUsage]] = {}
+    found: dict[str, tuple[int, Stamp, MessageUsage]] = {}
     with session_open(session) as f, connection.cursor() as cursor:
         if reader is not None and low:
             # What the lines before this slice told the reader (the model of the turn).
@@ -183,7 +186,7 @@ def _checked(f: BinaryIO, offset: int, length: int, digest: int) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _store(session: Session, found: dict[str, tuple[int, object, MessageUsage]]) -> None:
+def _store(session: Session, found: dict[str, tuple[int, Stamp, MessageUsage]]) -> None:
     """Insert the new messages; merge those the session already holds into their rows."""
     if not found:
         return
