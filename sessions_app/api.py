@@ -140,7 +140,13 @@ def session_json(session: Session, *, turns: bool = False) -> dict:
     """A session as the API shows it."""
     data = selectors.session_summary(session)
     data["children"] = [
-        {"session_id": str(c.session_id), "title": c.title, "kind": c.kind, "turn": c.fork_turn}
+        {
+            "session_id": str(c.session_id),
+            "ref": c.ref,
+            "title": c.title,
+            "kind": c.kind,
+            "turn": c.fork_turn,
+        }
         for c in session.children.order_by("id")
     ]
     data["rewind_undo_available"] = bool(session.rewind_undo)

@@ -3,55 +3,13 @@
 from __future__ import annotations
 
 from .api_schema_hub import hub_paths
+from .api_schema_search import SEARCH
 from .formats import AGENTS
 from .session_refs import REF_PATTERN
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _SESSION = {"$ref": "#/components/schemas/Session"}
 _FRESH_START = {"$ref": "#/components/schemas/FreshStart"}
-_SEARCH = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string"},
-        "terms": {"type": "array", "items": {"type": "string"}},
-        "too_short": {"type": "array", "items": {"type": "string"}},
-        "matches": {"type": "integer"},
-        "truncated": {"type": "boolean"},
-        "sessions": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "session_id": {"type": "string", "format": "uuid"},
-                    "ref": {"type": "string", "description": "user@machine/<id> on a hub"},
-                    "title": {"type": "string"},
-                    "agent": {"type": "string"},
-                    "more": {"type": "integer", "description": "hits beyond those listed"},
-                    "hits": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "line": {"type": "integer"},
-                                "turn": {"type": ["integer", "null"]},
-                                "active": {"type": "boolean"},
-                                "part": {"type": "string"},
-                                "snippet": {"type": "string", "description": "plain text"},
-                                "marks": {
-                                    "type": "array",
-                                    "description": "[start, end) of each match in snippet",
-                                    "items": {"type": "array", "items": {"type": "integer"}},
-                                },
-                                "also_in": {"type": "integer"},
-                                "url": {"type": "string"},
-                            },
-                        },
-                    },
-                },
-            },
-        },
-    },
-}
 
 
 def _query(name: str, description: str) -> dict:
@@ -133,6 +91,8 @@ OPENAPI: dict = {
                 "type": "object",
                 "required": [
                     "session_id",
+                    "ref",
+                    "namespace",
                     "path",
                     "title",
                     "agent",
@@ -146,11 +106,14 @@ OPENAPI: dict = {
                 ],
                 "properties": {
                     "session_id": {"type": "string", "format": "uuid"},
+                    "ref": {"type": "string", "description": "the id, or user@machine/<id>"},
+                    "namespace": {"type": "string", "description": "user@machine, or empty"},
                     "path": {"type": "string"},
                     "title": {"type": "string"},
                     "agent": {"type": "string", "enum": list(AGENTS)},
                     "turns": {"type": "integer"},
                     "parent_id": {"type": ["string", "null"]},
+                    "parent_ref": {"type": ["string", "null"]},
                     "kind": {
                         "type": "string",
                         "enum": [
@@ -198,7 +161,7 @@ OPENAPI: dict = {
                     _query("all", "1: abandoned branches and subagents too"),
                     _query("session", "only this session (its id)"),
                 ],
-                "responses": _responses("200", _SEARCH, 400, 401, 405),
+                "responses": _responses("200", SEARCH, 400, 401, 405),
             }
         },
         "/api/sessions/{session_id}": {

@@ -248,3 +248,25 @@ def test_a_bad_owner_or_machine_is_a_400_that_names_it(
     assert api.status_code == 400 and api.json()["error"].startswith(f"{name}:")
     # A bad value is not kept: the next bare visit shows the list.
     assert client.get("/recent/").status_code == 200
+
+
+def test_the_api_names_a_pushed_session_and_its_forks_by_their_refs(
+    hub: Path, client: Client, token: str
+) -> None:
+    """A script on a hub follows a session's children and parent by the refs the API gives:
+    a bare id names the hub's own disk, so a child named by its id alone would not be found."""
+    from sessions_app.services.branching import session_fork
+
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    source = Session.objects.get(namespace="alice@laptop", session_id=SHARED_ID)
+    fork = session_fork(session=source, turn=1)
+    got = client.get(f"/api/sessions/alice@laptop/{SHARED_ID}", **auth).json()
+    assert (got["ref"], got["namespace"]) == (f"alice@laptop/{SHARED_ID}", "alice@laptop")
+    (child,) = [c for c in got["children"] if c["session_id"] == str(fork.session_id)]
+    assert child["ref"] == f"alice@laptop/{fork.session_id}"
+    followed = client.get(f"/api/sessions/{child['ref']}", **auth)
+    assert followed.status_code == 200
+    assert followed.json()["parent_ref"] == got["ref"]
+    assert client.get(f"/api/sessions/{fork.session_id}", **auth).status_code == 404
+    local = client.get(f"/api/sessions/{LOCAL}", **auth).json()
+    assert (local["ref"], local["namespace"], local["parent_ref"]) == (LOCAL, "", None)

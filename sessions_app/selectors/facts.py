@@ -17,11 +17,16 @@ def session_summary(session: Session) -> dict:
     """What scripts need to know about a session, as plain data."""
     return {
         "session_id": str(session.session_id),
+        # How URLs, the API and the commands name it: the id, after `user@machine/` on a
+        # hub (where the same id may come from two machines).
+        "ref": session.ref,
+        "namespace": session.namespace,
         "path": session.path,
         "title": session.title,
         "agent": session.agent,
         "turns": session.turn_count,
         "parent_id": str(session.parent.session_id) if session.parent else None,
+        "parent_ref": session.parent.ref if session.parent else None,
         "kind": session.kind or "original",
         "turn": session.fork_turn,
         "resume_command": resume_command(session),
