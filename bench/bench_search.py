@@ -15,7 +15,7 @@ In one run, on generated Claude Code sessions in a temporary folder:
 3. the index's size per MB of transcript: SQLite, the pages of the FTS5 shadow tables,
    of the text table and of the record index (`dbstat`); PostgreSQL,
    `pg_total_relation_size` of the text table (trigram index on the folded copy,
-   the folded copy, tsvector, TOAST included) and the record index `record_search_text` (after an ANALYZE);
+   the folded copy, TOAST included) and the record index `record_search_text` (after an ANALYZE);
 4. 50 fixed queries: common words, the planted identifiers (each must find every
    session it was planted in), "quoted phrases", code fragments and queries with no
    hits; each 1 warm-up + `--repeat` timed runs, the median counting, with the

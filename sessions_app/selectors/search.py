@@ -190,7 +190,8 @@ def search_filters(query: SearchQuery) -> tuple[str, list]:
 def _record_rows(terms: list[str], filters: str, params: list) -> tuple[list[tuple], bool]:
     """The best rows of records holding every term, ranked among the newest RANK_WINDOW
     matching rows when there are more (and whether there were): the same rows on both
-    databases, ranked by each one's own measure (SQLite's bm25, PostgreSQL's `ts_rank`)."""
+    databases, ranked by each one's own measure (SQLite's bm25, PostgreSQL's shortest texts
+    first)."""
     record, session = Record._meta.db_table, Session._meta.db_table
     if connection.vendor == "postgresql":
         return postgres_rows(terms, COLUMNS, filters, params, window=RANK_WINDOW, limit=ROW_LIMIT)
