@@ -129,40 +129,6 @@ def test_the_pieces_follow_their_texts_through_a_re_import(tmp_path: Path, db) -
         assert search(SearchQuery(kept, everything=True)).texts == _texts_holding(kept) == 1
 
 
-def _shown(results) -> tuple:
-    """What a search shows, hit by hit, and whether it ranked a window."""
-    hits = [(g.session.pk, g.more, [(h.line, h.snippet) for h in g.hits]) for g in results.groups]
-    return results.texts, results.windowed, hits
-
-
-@pytest.mark.skipif(
-    "connection.vendor != 'postgresql'", reason="the pieces exist on PostgreSQL only"
-)
-def test_the_newest_texts_first_rank_the_same_rows_as_all_texts(
-    imported: Path, monkeypatch
-) -> None:
-    """A common term's newest matches, looked for in spans of the newest texts that grow
-    until one holds a window's worth, are those a look at every text finds."""
-    from django.test.utils import CaptureQueriesContext
-
-    from sessions_app.selectors import search as search_module
-    from sessions_app.selectors import search_postgres
-
-    search_refresh()
-    monkeypatch.setattr(search_module, "RANK_WINDOW", 5)
-    spans = 0
-    for term in ("the", "file", "error", "ubtrac", '"no such file"'):
-        for everything in (False, True):
-            monkeypatch.setattr(search_postgres, "PIECE_SPAN", 10**9)  # every text at once
-            whole = _shown(search(SearchQuery(term, everything=everything)))
-            monkeypatch.setattr(search_postgres, "PIECE_SPAN", 1)
-            with CaptureQueriesContext(connection) as queries:
-                spanned = _shown(search(SearchQuery(term, everything=everything)))
-            assert spanned == whole, term
-            spans += sum("c.text_id >= " in q["sql"] for q in queries.captured_queries)
-    assert spans >= 10, "the spans were looked at"
-
-
 @pytest.mark.skipif(
     "connection.vendor != 'postgresql'", reason="the pieces exist on PostgreSQL only"
 )

@@ -65,26 +65,6 @@ def turn_rows(terms: list[str], columns: str, filters: str, params: list, limit:
         return cursor.fetchall()
 
 
-def piece_term(terms: list[str]) -> str | None:
-    """PostgreSQL: the one term a search looks for in the pieces, if it does."""
-    if len(terms) == 1 and term_match(terms[0]) == PIECE_LIKE:
-        return terms[0]
-    return None
-
-
-def folded_match(terms: list[str]) -> tuple[str, list[str]]:
-    """PostgreSQL: the condition (on text `t`) that every term occurs, and its values.
-
-    One term is looked for in the pieces; several in the whole texts, where the trigram
-    index names only the texts holding every term's trigrams, far fewer to check than
-    the pieces of each term's texts found one term at a time.
-    """
-    values = [like_pattern(t) for t in terms]
-    if len(terms) == 1:
-        return term_match(terms[0]), values
-    return " AND ".join([FOLDED_LIKE] * len(terms)), values
-
-
 def term_match(term: str) -> str:
     """PostgreSQL: the condition (on text `t`) that `term` occurs, one `%s` for its pattern.
 
