@@ -145,6 +145,33 @@ def test_an_edited_backup_is_not_used_to_undo(tmp_path: Path, settings) -> None:
     assert path.read_bytes() == cut
 
 
+def test_an_undo_whose_backup_was_rewound_since_is_refused_and_both_undo_in_turn(
+    tmp_path: Path, settings
+) -> None:
+    """The hub's property test met this: the backup is a session of its own, so it can be
+    rewound too; the first rewind's undo then cannot rebuild the old file from it and is
+    refused, nothing changed, until the backup's own rewind is undone."""
+    root, path = _alone(tmp_path, settings, "01a21760-a9c0-7191-881d-5cbb883febdf")
+    old = path.read_bytes()
+    rewound = session_rewind(
+        session=Session.objects.get(session_id="01a21760-a9c0-7191-881d-5cbb883febdf"), turn=3
+    )
+    backup = Session.objects.get(kind=Session.Kind.REWIND_BACKUP)
+    backup_bytes = Path(backup.path).read_bytes()
+    backup_rewound = session_rewind(session=backup, turn=2)
+    before = _files(root)
+
+    with pytest.raises(SourceChanged, match="does not rebuild"):
+        session_rewind_undo(session=Session.objects.get(pk=rewound.pk))
+
+    assert _files(root) == before
+    session_rewind_undo(session=Session.objects.get(pk=backup_rewound.pk))
+    assert Path(backup.path).read_bytes() == backup_bytes
+    session_rewind_undo(session=Session.objects.get(pk=rewound.pk))
+    assert path.read_bytes() == old
+    assert index_facts() == fresh_import_facts([root])
+
+
 def test_rewind_to_turn_one_or_past_the_end_is_refused(tmp_path: Path, settings) -> None:
     root, _ = _alone(tmp_path, settings, "01a21760-a9c0-7191-881d-5cbb883febdf")
     session = Session.objects.get(session_id="01a21760-a9c0-7191-881d-5cbb883febdf")

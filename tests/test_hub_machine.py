@@ -163,6 +163,9 @@ class HubAndLaptop(RuleBasedStateMachine):
         # backup its undo reads back): by the rewound file's path.
         self.before_rewind: dict[str, tuple[bytes, set[str]]] = {}
         self.unpulled = 0  # forks made on the hub since the last pull
+        # Files in the order the test first met them: a pick names the same file when
+        # Hypothesis replays the steps, though new files' names are random.
+        self.met: dict[str, int] = {}
         if pushed:
             self.push_all(cut=None)
 
@@ -180,15 +183,21 @@ class HubAndLaptop(RuleBasedStateMachine):
                 out[path.relative_to(self.home).as_posix()] = path.read_bytes()
         return out
 
+    def _in_order(self, names: list[str]) -> list[str]:
+        """`names` in the order the test first met them (new ones by name, at the end)."""
+        for name in sorted(set(names) - self.met.keys()):
+            self.met[name] = len(self.met)
+        return sorted(names, key=self.met.__getitem__)
+
     def _laptop_session(self, pick: int) -> Session | None:
         """One of the laptop's sessions, its index brought up to date first (as its
         watcher does); None when a CLI is half-way through writing its line."""
         sessions_import(roots=[self.home / root for root in ROOTS])
-        listed = list(Session.objects.listed().filter(namespace="").order_by("path"))
-        listed = [s for s in listed if Path(s.path).exists()]
-        if not listed:
+        listed = {s.path: s for s in Session.objects.listed().filter(namespace="")}
+        paths = self._in_order([p for p in listed if Path(p).exists()])
+        if not paths:
             return None
-        session = listed[pick % len(listed)]
+        session = listed[paths[pick % len(paths)]]
         if self._inside(session) in self.half:
             return None
         return session
@@ -207,7 +216,7 @@ class HubAndLaptop(RuleBasedStateMachine):
     @rule(pick=st.integers(0, 100), half=st.booleans(), cut=st.floats(0.05, 0.95))
     def cli_appends(self, pick: int, half: bool, cut: float) -> None:
         """A CLI writes a turn's lines; with `half`, its last line only partly so far."""
-        files = sorted(self._laptop_files())
+        files = self._in_order(list(self._laptop_files()))
         inside = files[pick % len(files)]
         path = self.home / inside
         if inside in self.half:
@@ -235,21 +244,26 @@ class HubAndLaptop(RuleBasedStateMachine):
         files = set(self._laptop_files())
         done = self._refusable(lambda: session_rewind(session=session, turn=turn))
         if done is not None:
-            made = set(self._laptop_files()) - files
+            after = self._laptop_files()
+            made = {inside: after[inside] for inside in set(after) - files}
             self.before_rewind[self._inside(session)] = (before, made)
 
     @precondition(lambda self: self.before_rewind)
     @rule(pick=st.integers(0, 100))
     def undo(self, pick: int) -> None:
-        """Undo a rewind made on the laptop (its file untouched since)."""
-        inside = sorted(self.before_rewind)[pick % len(self.before_rewind)]
-        expected, _ = self.before_rewind.pop(inside)
+        """Undo a rewind made on the laptop (its file untouched since). Refused when the
+        files the rewind made (its backup) were changed or deleted since, but nothing lost."""
+        inside = self._in_order(list(self.before_rewind))[pick % len(self.before_rewind)]
+        expected, made = self.before_rewind.pop(inside)
+        now = self._laptop_files()
+        intact = all(now.get(name) == raw for name, raw in made.items())
         sessions_import(roots=[self.home / root for root in ROOTS])
         session = Session.objects.get(namespace="", path=str(self.home / inside))
         done = self._refusable(lambda: session_rewind_undo(session=session))
         if session.agent != "qwen":  # Qwen's undo appends a line; the others rewrite
-            assert done is not None, "the undo of an untouched rewind was refused"
-            assert Path(session.path).read_bytes() == expected, "undo did not restore the bytes"
+            assert done is not None or not intact, "the undo of an untouched rewind was refused"
+            if done is not None:
+                assert Path(session.path).read_bytes() == expected, "undo did not restore bytes"
 
     @rule(pick=st.integers(0, 100), turn=st.none() | st.integers(1, 6), include=st.booleans())
     def fork(self, pick: int, turn: int | None, include: bool) -> None:
@@ -265,7 +279,7 @@ class HubAndLaptop(RuleBasedStateMachine):
     @rule(pick=st.integers(0, 100))
     def delete_file(self, pick: int) -> None:
         """A CLI's cleanup deletes a session file: the hub keeps what it had."""
-        files = sorted(self._laptop_files())
+        files = self._in_order(list(self._laptop_files()))
         if len(files) <= 1:
             return
         inside = files[pick % len(files)]
@@ -273,9 +287,6 @@ class HubAndLaptop(RuleBasedStateMachine):
         self.deleted.add(inside)
         self.half.pop(inside, None)
         self.before_rewind.pop(inside, None)
-        for rewound, (_, made) in list(self.before_rewind.items()):
-            if inside in made:  # its backup: that undo is refused now
-                del self.before_rewind[rewound]
 
     # The wire
 
@@ -319,7 +330,9 @@ class HubAndLaptop(RuleBasedStateMachine):
         """The hub stops and starts again: its files and its database stay, the rest goes.
         With `tear`, a staging file lost its tail (written but never synced)."""
         if tear is not None:
-            for staging in sorted(namespace_folder(NS).rglob(".*.push")):
+            found = {str(p): p for p in namespace_folder(NS).rglob(".*.push")}
+            for name in self._in_order(list(found)):
+                staging = found[name]
                 size = staging.stat().st_size
                 with staging.open("r+b") as f:
                     f.truncate(int(size * tear))
@@ -333,10 +346,11 @@ class HubAndLaptop(RuleBasedStateMachine):
     @rule(pick=st.integers(0, 100), turn=st.none() | st.integers(1, 6), include=st.booleans())
     def hub_fork(self, pick: int, turn: int | None, include: bool) -> None:
         """Someone forks one of the laptop's sessions on the hub."""
-        pushed = list(Session.objects.listed().filter(namespace=NS).order_by("path"))
+        pushed = {s.path: s for s in Session.objects.listed().filter(namespace=NS)}
         if not pushed:
             return
-        source = pushed[pick % len(pushed)]
+        paths = self._in_order(list(pushed))
+        source = pushed[paths[pick % len(paths)]]
         before = self._hub_files()
         try:
             new = session_fork(session=source, turn=turn, include_turn=include)
