@@ -421,14 +421,19 @@ def _index_size() -> dict[str, int]:
         cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         cursor.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name")
         sizes = dict(cursor.fetchall())
-        cursor.execute("PRAGMA page_count")
-        pages = cursor.fetchone()[0]
-        cursor.execute("PRAGMA page_size")
-        page = cursor.fetchone()[0]
-    fts = sum(v for k, v in sizes.items() if k.startswith("search_fts"))
+        # The word index: a file of its own (services.searching.words).
+        cursor.execute("SELECT name, SUM(pgsize) FROM dbstat('words') GROUP BY name")
+        words = dict(cursor.fetchall())
+        total = 0
+        for schema in ("main", "words"):
+            cursor.execute(f"PRAGMA {schema}.page_count")
+            pages = cursor.fetchone()[0]
+            cursor.execute(f"PRAGMA {schema}.page_size")
+            total += pages * cursor.fetchone()[0]
+    fts = sum(v for k, v in words.items() if k.startswith("search_fts"))
     texts = sizes.get("sessions_app_searchtext", 0) + sizes.get("unique_search_text_uuid", 0)
     return {"words": fts, "texts": texts, "record": sizes.get("record_search_text", 0)} | {
-        "db": pages * page
+        "db": total
     }
 
 

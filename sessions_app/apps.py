@@ -15,6 +15,20 @@ class SessionsAppConfig(AppConfig):
         # SQLite makes its files with the umask's mode; the data folder's are private.
         connection_created.connect(sqlite_files_private, dispatch_uid="sqlite_files_private")
 
+        from django.db import connections
+        from django.db.models.signals import post_migrate
+
+        from .services.searching.words import words_attach, words_made
+
+        # SQLite: the search index's words, a database file of their own.
+        connection_created.connect(words_attach, dispatch_uid="words_attach")
+        post_migrate.connect(
+            lambda using="default", **kw: words_made(connections[using]),
+            sender=self,
+            dispatch_uid="words_made",
+            weak=False,
+        )
+
         from django.urls import register_converter
 
         from .session_refs import SessionRefConverter

@@ -3,9 +3,10 @@
 A record a fork copied keeps its uuid, so its text is stored once and every
 record holding it points at the same row (`Record.search_text`): a search finds
 it once, and says how many other sessions hold it. The words are indexed by the
-database itself: SQLite's FTS5 with its trigram tokenizer (table `search_fts`,
-kept in step with this one by triggers), PostgreSQL's trigram index on `folded`, a
-generated lower-cased copy of `text` that only the database knows (migration 0022;
+database itself: SQLite's FTS5 with its trigram tokenizer (table `search_fts` in a file of
+its own, filled behind the import: services.searching.words, migration 0030),
+PostgreSQL's trigram index on `folded`, a generated lower-cased copy of `text` that only
+the database knows (migration 0022;
 `words`, the generated tsvector of migration 0007, went in 0029: nothing read it), and on
 `SearchChunk`, the same folded copy cut into short overlapping pieces (migration 0028).
 """

@@ -143,3 +143,16 @@ def team(settings) -> None:
     middleware.insert(auth + 1, "django.contrib.auth.middleware.LoginRequiredMiddleware")
     settings.MIDDLEWARE = middleware
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "team.example"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _search_words_inline() -> None:
+    """The search index's words filled by each caller's own transaction, not by a thread
+    (services.searching.words): the tests' rows are mostly never committed, and a thread's
+    connection sees only what is. Set before the first connection attaches the words file;
+    tests/test_search_words.py runs the thread."""
+    from django.conf import settings
+    from django.db import connections
+
+    settings.SEARCH_WORDS_BEHIND = False
+    connections.close_all()

@@ -85,7 +85,7 @@ def test_the_search_pass_finds_a_copied_records_text_through_the_uuid_index() ->
     from django.test.utils import CaptureQueriesContext
 
     from sessions_app.models import SearchText
-    from sessions_app.services.searching.indexing import _texts_by_uuid
+    from sessions_app.services.searching.texts import _texts_by_uuid
 
     held = SearchText.objects.create(uuid="u-1", part="prompt", text="hello")
     SearchText.objects.create(uuid="", part="title", text="a title")

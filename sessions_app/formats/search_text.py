@@ -68,8 +68,18 @@ def searchable(agent: Agent, raw: bytes, kind: str) -> tuple[str, str] | None:
     if kind not in SEARCHABLE_KINDS:
         return None
     title = agent.parse_line(raw).title if kind == TITLE else None
+    return line_searchable(agent, raw, kind, title)
+
+
+def line_searchable(
+    agent: Agent, raw: bytes, kind: str, title: str | None
+) -> tuple[str, str] | None:
+    """`searchable` for a line already parsed into a record of a searchable `kind` (`title`:
+    the title its parse found): the importer's read of each line, so it is read once."""
+    if kind == TITLE:  # the title is all it shows: no second parse of the line
+        return search_text(agent, {}, kind, title=title)
     data = load(raw)
-    return search_text(agent, data, kind, title=title) if isinstance(data, dict) else None
+    return search_text(agent, data, kind) if isinstance(data, dict) else None
 
 
 def search_text(

@@ -197,7 +197,8 @@ def _record_rows(terms: list[str], filters: str, params: list) -> tuple[list[tup
         return postgres_rows(terms, COLUMNS, filters, params, window=RANK_WINDOW, limit=ROW_LIMIT)
     match = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
     base = (
-        f"FROM search_fts JOIN {record} r ON r.search_text_id = search_fts.rowid "
+        "FROM words.search_fts AS search_fts "
+        f"JOIN {record} r ON r.search_text_id = search_fts.rowid "
         f"JOIN {session} s ON s.id = r.session_id WHERE search_fts MATCH %s{filters}"
     )
     with connection.cursor() as cursor:

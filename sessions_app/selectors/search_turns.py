@@ -38,7 +38,7 @@ def turn_rows(terms: list[str], columns: str, filters: str, params: list, limit:
         values = [like_pattern(t) for t in terms]
         rank = "r.session_id, r.line"
     else:
-        source = f"FROM search_fts {joins.format(t='search_fts.rowid')}"
+        source = f"FROM words.search_fts AS search_fts {joins.format(t='search_fts.rowid')}"
         key, rank = "search_fts.rowid", "search_fts.rank"
         matches = ["search_fts MATCH %s"] * len(terms)
         values = ['"' + t.replace('"', '""') + '"' for t in terms]

@@ -76,7 +76,7 @@ class Command(BaseCommand):
         for name, done in zip(("search", "usage"), catch_up(tracker), strict=True):
             for error in done.errors:
                 self.stderr.write(error)
-            if done.sessions or done.errors:
+            if done.sessions or done.errors or getattr(done, "words", 0):
                 self.stdout.write(done.summary())
             took.append(f"{name} {time.perf_counter() - started:.1f} s")
             started = time.perf_counter()

@@ -29,7 +29,8 @@ def hub_import(root: Path, target: Path, *, catch_up: bool = True) -> Session:
     """Index a file just received (the import's own rules: grown, rewritten, new), then,
     with `catch_up`, its search words and usage."""
     found, problems, _ = discover_path(root, target)
-    report = ImportReport()
+    # A big file's search texts come with its search words, in the request after this one.
+    report = ImportReport(texts=catch_up)
     session = None
     for source in found:  # the file at `target`, if it is a session file
         session = session_file_import(source=source, report=report)

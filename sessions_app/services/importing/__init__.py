@@ -30,6 +30,7 @@ from ..discovery import RootError, SessionFile, discover
 from ..discovery_path import discover_path
 from ..import_status import ImportTracker
 from ..roots import UnsafePath, open_regular
+from ..searching import words_kick
 from .archiving import KeptFiles
 from .indexing import Indexed, import_open_file
 from .report import ImportReport
@@ -126,6 +127,7 @@ def sessions_import(
             touched.add(session.project_id)
             report.session_pks.append(session.pk)
             left_out.imported(session)
+            words_kick()  # its search texts' words go in behind, on the other core
         if progress is not None or tracker is not None:
             size = _size(source.path)
             if progress is not None:

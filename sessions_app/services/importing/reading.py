@@ -19,6 +19,7 @@ from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, several times faster
 from ...conversation import Node, node_from_record
 from ...formats import ASSISTANT, INVALID, PROMPT, TITLE, ParsedRecord, agent_for
 from ...formats.file_history import RECORD_TYPES as FILE_BACKUP_TYPES
+from ...formats.search_text import SEARCHABLE_KINDS, line_searchable
 from ...models import Session
 from ..discovery import SessionFile
 from .report import ImportReport
@@ -42,6 +43,7 @@ class Rows:
         "lengths",
         "offsets",
         "subtypes",
+        "texts",
         "tokens",
         "types",
     )
@@ -55,6 +57,8 @@ class Rows:
         self.types: list[str] = []  # the same few strings over and over, kept once
         self.subtypes: list[str] = []
         self.errors: dict[int, str] = {}  # by row, only where there is one
+        # By row, the (part, text) a search finds in it (ImportReport.texts), where it has one.
+        self.texts: dict[int, tuple[str, str]] = {}
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -69,6 +73,7 @@ class Rows:
         self.types.extend(more.types)
         self.subtypes.extend(more.subtypes)
         self.errors.update({shift + k: error for k, error in more.errors.items()})
+        self.texts.update({shift + k: found for k, found in more.texts.items()})
 
     def row(self, k: int) -> tuple[int, int, int, str, str, str | None, int, int, int]:
         """(line, offset, length, raw type, subtype, error, tokens in, tokens out, digest)."""
@@ -150,6 +155,9 @@ class FileReader:
                 return link(parse_one(raw))
 
         note, own_id = self._note, self.own_id
+        # The search texts, from this same read of each line (else the search pass reads it).
+        searched = SEARCHABLE_KINDS if self.report.texts else ()
+        texts = rows.texts
         add_node = self.nodes.append
         add_offset, add_length = rows.offsets.append, rows.lengths.append
         add_digest, add_tokens = rows.digests.append, rows.tokens.extend
@@ -178,7 +186,7 @@ class FileReader:
                 add_offset, add_length = rows.offsets.append, rows.lengths.append
                 add_digest, add_tokens = rows.digests.append, rows.tokens.extend
                 add_type, add_subtype = rows.types.append, rows.subtypes.append
-                errors = rows.errors
+                errors, texts = rows.errors, rows.texts
                 cut_at, cut_anyway = self._cuts(line_no)
             add_tokens(note(record, line_no))
             session_id = record.session_id
@@ -194,6 +202,10 @@ class FileReader:
             add_subtype(names.setdefault(subtype, subtype))
             if record.error:
                 errors[line_no - rows.first_line] = record.error
+            if record.kind in searched:
+                found = line_searchable(agent, raw, record.kind, record.title)
+                if found is not None:
+                    texts[line_no - rows.first_line] = found
             if raw.endswith(b"\n"):
                 # Only whole lines count as imported; a half-written tail is read
                 # again next time.

@@ -10,6 +10,9 @@ from datetime import datetime
 class ImportReport:
     """What one import run did; `errors` name the file (and line) of each problem."""
 
+    # Whether the import stores the records' search texts with them, from its own read of
+    # each line (False: the search pass reads them again; a hub's commit of a big file).
+    texts: bool = True
     files: int = 0
     subagent_files: int = 0  # of `files`: subagent transcripts, not sessions of their own
     sessions: int = 0  # imported (new or changed); subagent transcripts are counted apart

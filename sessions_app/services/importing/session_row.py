@@ -169,7 +169,12 @@ def _write(
 ) -> None:
     """The rest of the row: file state, tokens, models, title, times, lineage; then save."""
     session.bytes_imported = reader.bytes_end or session.bytes_imported
+    # The lines read now have their search texts (stored with their rows, in this same
+    # transaction): the session is searchable up to its end if it was up to here.
+    searchable = reader.report.texts and session.search_lines >= session.line_count
     session.line_count = reader.line_end or session.line_count
+    if searchable:
+        session.search_lines = session.line_count
     session.head_digest = digest(head[: min(HEAD_BYTES, session.bytes_imported)])
     if reader.tail_offset >= 0:
         session.tail_offset, session.tail_digest = reader.tail_offset, digest(reader.tail)

@@ -12,6 +12,7 @@ from django.db.models import Exists, OuterRef, Q
 from ...conversation import Analysis, Extension, Node, Tip, dangling_parents, graph_uuids
 from ...formats import CONVERSATION_KINDS
 from ...models import Record, Session
+from ..searching import TextLinks
 from .reading import Rows
 
 BATCH = 2000
@@ -38,24 +39,28 @@ RECORD_COLUMNS = (
     "digest",
     "starts_turn",
 )
+# The import's rows: each with its search text, where it has one (`Rows.texts`).
+IMPORT_COLUMNS = (*RECORD_COLUMNS, "search_text_id")
 
 
-def records_insert(cursor: CursorWrapper, rows: list[tuple]) -> None:
-    """Insert record rows (values in RECORD_COLUMNS order) in one round trip."""
+def records_insert(
+    cursor: CursorWrapper, rows: list[tuple], columns: tuple[str, ...] = RECORD_COLUMNS
+) -> None:
+    """Insert record rows (values in `columns` order) in one round trip."""
     if not rows:
         return
     table = Record._meta.db_table
     if connection.vendor == "postgresql":
         # COPY: one stream, no statement per row (executemany sends one per row).
         raw = cursor.cursor
-        with raw.copy(f"COPY {table} ({', '.join(RECORD_COLUMNS)}) FROM STDIN") as copy:
+        with raw.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
         return
     # Plain executemany: the ORM's bulk_create costs more than the parsing.
     sql = (
-        f"INSERT INTO {table} ({', '.join(RECORD_COLUMNS)}) "  # noqa: S608 (names are ours)
-        f"VALUES ({', '.join(['%s'] * len(RECORD_COLUMNS))})"
+        f"INSERT INTO {table} ({', '.join(columns)}) "  # noqa: S608 (names are ours)
+        f"VALUES ({', '.join(['%s'] * len(columns))})"
     )
     cursor.executemany(sql, rows)
 
@@ -130,8 +135,10 @@ def _insert_new(
     actives: list[bool],
     starts: list[bool],
 ) -> None:
-    """Insert the rows read (with their nodes), placed by the given turns and flags."""
+    """Insert the rows read (with their nodes), placed by the given turns and flags, each
+    linked to its search text."""
     adapt = _datetime_adapter()
+    text_of = _texts_stored(session, nodes, new_rows)
     batch: list[tuple] = []
     for k in range(len(new_rows)):
         line, offset, length, raw_type, subtype, error, t_in, t_out, crc = new_rows.row(k)
@@ -158,12 +165,26 @@ def _insert_new(
                 min(t_out, 2**31 - 1),
                 crc,
                 starts[k],
+                text_of.get(k),
             )
         )
         if len(batch) >= BATCH:
-            records_insert(cursor, batch)
+            records_insert(cursor, batch, IMPORT_COLUMNS)
             batch.clear()
-    records_insert(cursor, batch)
+    records_insert(cursor, batch, IMPORT_COLUMNS)
+
+
+def _texts_stored(session: Session, nodes: list[Node], rows: Rows) -> dict[int, int]:
+    """Store the texts of the rows read (`Rows.texts`); each row's text id, by row."""
+    if not rows.texts:
+        return {}
+    links = TextLinks(session, [nodes[k].uuid or "" for k in rows.texts])
+    first = rows.first_line
+    for k, found in rows.texts.items():
+        uuid = nodes[k].uuid or ""
+        if not links.known_link(first + k, uuid):
+            links.add(first + k, uuid, nodes[k].kind, found)
+    return {line - first: text_id for text_id, line in links.store()}
 
 
 # How far up from the active leaf an append looks for its nearest conversation

@@ -1,15 +1,19 @@
-"""The search index, kept up to date after each import: the only writer of `SearchText`.
+"""The search index: the only writer of `SearchText`.
 
-`search_refresh` indexes the lines of every session the index does not hold yet
-(`Session.line_count` beyond `Session.search_lines`), a slice of lines per
-transaction. A record whose uuid already has a text (the same record copied into
-a fork) is linked to it from the index alone, without reading its file; any other
-searchable record is read from its file, checked against the index (length and
-CRC-32), and its text stored once. A session read again from the start gets new
-record rows, so its texts are linked again; `texts_collect` removes the texts no
-record holds any more.
+The import stores each record's text with the record, from its own read of the line
+(`TextLinks`, `ImportReport.texts`). `search_refresh` then indexes the lines of every
+session the import left behind (`Session.line_count` beyond `Session.search_lines`: a
+big file a hub's push indexes in two requests, a database from before), a slice of lines
+per transaction, and on SQLite waits for the words of every text stored since to be in
+FTS5 (`words`: a file of their own, filled by a thread behind the import). A record whose
+uuid already has a text (the same record copied into a fork) is linked to it from the
+index alone, without reading its file; any other searchable record is read from its file,
+checked against the index (length and CRC-32), and its text stored once. A session read
+again from the start gets new record rows, so its texts are linked again; `texts_collect`
+removes the texts no record holds any more.
 
-Modules: `indexing` (one session's lines brought into the index).
+Modules: `indexing` (one session's lines brought into the index), `texts` (texts stored
+and linked), `words` (SQLite's word index, filled behind).
 """
 
 from __future__ import annotations
@@ -23,14 +27,21 @@ from django.template.defaultfilters import pluralize
 
 from ...models import SearchText, Session
 from ..import_status import CatchUp
-from .indexing import SLICE_LINES, session_index, words_fill, words_top
+from .indexing import SLICE_LINES, session_index
+from .texts import TextLinks
+from .words import words_waiting
+from .words_filling import words_fill, words_kick
 
 __all__ = [
     "TRIGRAM_INDEXES",
     "SearchReport",
+    "TextLinks",
     "search_refresh",
     "session_index",
     "texts_collect",
+    "words_fill",
+    "words_kick",
+    "words_waiting",
 ]
 
 
@@ -43,16 +54,18 @@ class SearchReport:
     stored: int = 0
     linked: int = 0
     text_bytes: int = 0
+    words: int = 0  # SQLite: texts whose words went into the index
     errors: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         """E.g. "search: 1 session indexed, 12 texts stored, 0 copied records linked, ..."."""
         n = len(self.errors)
+        words = f"{self.words} text{pluralize(self.words)} added to the word index, "
         return (
             f"search: {self.sessions} session{pluralize(self.sessions)} indexed, "
             f"{self.stored} text{pluralize(self.stored)} stored, "
             f"{self.linked} copied record{pluralize(self.linked)} linked, "
-            f"{n} problem{pluralize(n)}"
+            f"{words if self.words else ''}{n} problem{pluralize(n)}"
         )
 
 
@@ -78,7 +91,13 @@ def search_refresh(
         else:
             _batch_index(batch, report)
         done += len(batch)
-    if report.stored and connection.vendor == "postgresql":
+    try:
+        report.words, error = words_fill()
+    except DatabaseError as exc:  # a lock held too long: the next pass goes on from there
+        error = f"search words not all indexed yet ({exc}); tried again later"
+    if error:
+        report.errors.append(error)
+    if connection.vendor == "postgresql":
         _pending_merged()
     if progress is not None:
         progress(total, total)
@@ -117,15 +136,11 @@ def _batches(sessions: Iterable[Session]) -> Iterator[list[Session]]:
 
 
 def _batch_index(batch: list[Session], report: SearchReport) -> None:
-    """Index short sessions in one transaction (each in a savepoint of its own), their
-    words put into SQLite's index once at the end: a commit per small session made FTS5
-    write a tiny segment each, and merging them again doubled the pass."""
+    """Index short sessions in one transaction (each in a savepoint of its own)."""
     try:
         with transaction.atomic():
-            top = words_top()
             for session in batch:
-                session_index(session, report, words=False)
-            words_fill(top)
+                session_index(session, report)
     except DatabaseError as exc:  # a lock held too long, a race with another pass
         report.errors.extend(
             f"{session.path}: not searchable yet ({exc}); tried again later" for session in batch
