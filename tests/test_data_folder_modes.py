@@ -91,7 +91,11 @@ def test_an_existing_open_data_folder_is_tightened_once_with_a_message(tmp_path:
     said = done.stderr
     assert str(data) in said and "0755" in said and "0700" in said, said
     assert "branchboard.sqlite3" in said and "secret_key" in said and "run-1.jsonl" in said, said
-    assert modes(data) == {
+    found = modes(data)
+    # The search words' file (and SQLite's files beside it), made private as it is made.
+    words = {name: mode for name, mode in found.items() if name.startswith("branchboard-words")}
+    assert set(words.values()) == {"0o600"} and "branchboard-words.sqlite3" in words, words
+    assert {name: mode for name, mode in found.items() if name not in words} == {
         ".": "0o700",
         "branchboard.sqlite3": "0o600",
         "secret_key": "0o600",

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from django.db import connection
 from django.db.models import Q
 from django.test import Client
 
@@ -167,10 +168,13 @@ def test_an_appended_line_is_searchable_after_the_next_pass(indexed: Path) -> No
     with path.open("ab") as f:
         f.write(jsonl([prompt]))
     sessions_import(roots=[path.parent.parent])
-    assert found("quux_frobnicator") == {}, "not before the search pass"
+    # The import stored its text from its own read of the line. SQLite: its words go into
+    # the index by the pass; PostgreSQL indexes the text as it is stored.
+    sqlite = connection.vendor == "sqlite"
+    if sqlite:
+        assert found("quux_frobnicator") == {}, "not before the search pass"
     report = search_refresh()
-    # The import stored its text from its own read of the line; the pass added the words.
-    assert (report.sessions, report.stored, report.words) == (0, 0, 1)
+    assert (report.sessions, report.stored, report.words) == (0, 0, 1 if sqlite else 0)
     hits = found("quux_frobnicator")[WEBAPP]
     assert hits[0].turn == 4
 

@@ -76,7 +76,7 @@ def test_without_texts_the_search_pass_reads_them(tmp_path: Path) -> None:
 def test_texts_gone_before_their_words_went_in_leave_the_index_whole(tmp_path: Path) -> None:
     root, path = _session_file(tmp_path, "zanzibar_quokka")
     sessions_import(roots=[root])  # texts stored, their words not yet in the index
-    assert words_waiting() == 2
+    assert words_waiting() == (2 if connection.vendor == "sqlite" else 0)
 
     path.write_bytes(path.read_bytes().replace(b"zanzibar", b"xylophones"))
     sessions_import(roots=[root])  # read again from the start: the first texts go
