@@ -20,7 +20,7 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessions_app.models import Project, Record, Session
+from sessions_app.models import Project, Record, SearchText, Session
 from sessions_app.services.importing import indexing, sessions_import
 
 from .corpus import ALL_ROOTS
@@ -64,12 +64,15 @@ ROW_FIELDS = tuple(
 def facts() -> dict[str, tuple]:
     """Every session row's import facts and every record row, by path."""
     out = {}
+    # The parent by its path, a search text by what it says: ids differ between two
+    # imports on PostgreSQL (sequences are not rolled back).
+    texts = dict(SearchText.objects.values_list("pk", "text"))
+    at = ROW_FIELDS.index("search_text_id")
     for s in Session.objects.select_related("parent").order_by("path"):
-        # The parent by its path: ids differ between two imports on PostgreSQL (sequences
-        # are not rolled back).
         parent = s.parent.path if s.parent_id else None
         row = (*(getattr(s, name) for name in SESSION_FIELDS), parent)
-        out[s.path] = (row, list(s.records.order_by("line").values_list(*ROW_FIELDS)))
+        records = s.records.order_by("line").values_list(*ROW_FIELDS)
+        out[s.path] = (row, [(*r[:at], texts.get(r[at]), *r[at + 1 :]) for r in records])
     return out
 
 

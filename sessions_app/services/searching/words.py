@@ -29,6 +29,7 @@ import os
 import sqlite3
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from django.conf import settings
 from django.db import connection
@@ -68,7 +69,7 @@ def words_attach(sender: Any, connection: Any, **kwargs: Any) -> None:
     words_made(connection)
     raw = connection.connection
     mode = "ro" if behind() else "rw"
-    raw.execute("ATTACH DATABASE ? AS words", [f"file:{path}?mode={mode}"])
+    raw.execute("ATTACH DATABASE ? AS words", [sqlite_uri(path, mode)])
 
 
 def words_made(connection: Any, **kwargs: Any) -> None:
@@ -91,10 +92,10 @@ def words_made(connection: Any, **kwargs: Any) -> None:
         made.execute("PRAGMA journal_mode=WAL")
         for sql in WORDS_SCHEMA:
             made.execute(sql.format(schema=""))
-        if mine is not None:
+        # Looked at first without the write lock, which the thread holds while it fills.
+        if mine is not None and _stranger(made, mine[0]):
             made.execute("BEGIN IMMEDIATE")
-            held = made.execute("SELECT token FROM filled WHERE id = 1").fetchone()
-            if held is None or held[0] != mine[0]:
+            if _stranger(made, mine[0]):
                 made.execute("INSERT INTO search_fts(search_fts) VALUES ('delete-all')")
                 # Texts deleted before: none of their words are here.
                 made.execute(
@@ -106,6 +107,17 @@ def words_made(connection: Any, **kwargs: Any) -> None:
         made.close()
     for suffix in SQLITE_SUFFIXES:
         private_file(Path(str(path) + suffix))
+
+
+def _stranger(db: sqlite3.Connection, token: str) -> bool:
+    """Whether the words file `db` is not (yet) the one of the database named `token`."""
+    held = db.execute("SELECT token FROM filled WHERE id = 1").fetchone()
+    return held is None or held[0] != token
+
+
+def sqlite_uri(path: Path | str, mode: str) -> str:
+    """A URI opening the SQLite file at `path` in `mode` ("ro", "rw"), whatever its name holds."""
+    return f"file:{quote(str(path))}?mode={mode}"
 
 
 def words_round(db: sqlite3.Connection) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 from django.db import connection, transaction
 
 from ...data_folder import SQLITE_SUFFIXES, private_file
-from .words import TEXTS, WORDS_SCHEMA, behind, words_path, words_round
+from .words import TEXTS, WORDS_SCHEMA, behind, sqlite_uri, words_path, words_round
 
 logger = logging.getLogger("branchboard.importer")
 
@@ -95,7 +95,7 @@ class _Filler:
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(
-            f"file:{self.database}?mode=ro",
+            sqlite_uri(self.database, "ro"),
             uri=True,
             timeout=self.timeout,
             isolation_level=None,
