@@ -72,13 +72,14 @@ def searchable(agent: Agent, raw: bytes, kind: str) -> tuple[str, str] | None:
 
 
 def line_searchable(
-    agent: Agent, raw: bytes, kind: str, title: str | None
+    agent: Agent, raw: bytes, kind: str, title: str | None, data: Any = None
 ) -> tuple[str, str] | None:
     """`searchable` for a line already parsed into a record of a searchable `kind` (`title`:
-    the title its parse found): the importer's read of each line, so it is read once."""
+    the title its parse found; `data`: the line loaded, if it was): the importer's read of
+    each line, so it is read once."""
     if kind == TITLE:  # the title is all it shows: no second parse of the line
         return search_text(agent, {}, kind, title=title)
-    data = load(raw)
+    data = load(raw) if data is None else data
     return search_text(agent, data, kind) if isinstance(data, dict) else None
 
 

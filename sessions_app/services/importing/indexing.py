@@ -27,8 +27,9 @@ from ..import_plan import HEAD_BYTES, FileState, Plan, import_plan
 from ..searching import texts_collect
 from ..usage import usage_forget
 from .archiving import archive_keep
-from .reading import FileReader, Rows
+from .reading import FileReader
 from .report import ImportReport
+from .rows import Rows
 from .session_row import (
     appended_update_possible,
     new_session,

@@ -9,7 +9,6 @@ what an import holds then does not grow with the file.
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import BinaryIO
@@ -17,77 +16,18 @@ from typing import BinaryIO
 from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, several times faster
 
 from ...conversation import Node, node_from_record
-from ...formats import ASSISTANT, INVALID, PROMPT, TITLE, ParsedRecord, agent_for
+from ...formats import ASSISTANT, INVALID, PROGRESS, PROMPT, TITLE, ParsedRecord, agent_for
+from ...formats.common import load
 from ...formats.file_history import RECORD_TYPES as FILE_BACKUP_TYPES
 from ...formats.search_text import SEARCHABLE_KINDS, line_searchable
 from ...models import Session
 from ..discovery import SessionFile
 from .report import ImportReport
+from .rows import Rows
 
 MAX_ERRORS_PER_FILE = 5
 NO_TOKENS = (0, 0)
 NEVER = 1 << 62  # a line number no file reaches
-
-
-class Rows:
-    """What each record row needs beyond its node, one column per field.
-
-    A 300 MB session has a hundred thousand lines or more: a tuple of Python ints
-    per line would weigh more than the line's node, eight bytes in an array do not.
-    """
-
-    __slots__ = (
-        "digests",
-        "errors",
-        "first_line",
-        "lengths",
-        "offsets",
-        "subtypes",
-        "texts",
-        "tokens",
-        "types",
-    )
-
-    def __init__(self, first_line: int) -> None:
-        self.first_line = first_line
-        self.offsets = array("q")
-        self.lengths = array("q")
-        self.digests = array("q")
-        self.tokens = array("q")  # input, output: two per row
-        self.types: list[str] = []  # the same few strings over and over, kept once
-        self.subtypes: list[str] = []
-        self.errors: dict[int, str] = {}  # by row, only where there is one
-        # By row, the (part, text) a search finds in it (ImportReport.texts), where it has one.
-        self.texts: dict[int, tuple[str, str]] = {}
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    def extend(self, more: Rows) -> None:
-        """Append the rows of the piece read right after these."""
-        shift = len(self)
-        self.offsets.extend(more.offsets)
-        self.lengths.extend(more.lengths)
-        self.digests.extend(more.digests)
-        self.tokens.extend(more.tokens)
-        self.types.extend(more.types)
-        self.subtypes.extend(more.subtypes)
-        self.errors.update({shift + k: error for k, error in more.errors.items()})
-        self.texts.update({shift + k: found for k, found in more.texts.items()})
-
-    def row(self, k: int) -> tuple[int, int, int, str, str, str | None, int, int, int]:
-        """(line, offset, length, raw type, subtype, error, tokens in, tokens out, digest)."""
-        return (
-            self.first_line + k,
-            self.offsets[k],
-            self.lengths[k],
-            self.types[k],
-            self.subtypes[k],
-            self.errors.get(k),
-            self.tokens[2 * k],
-            self.tokens[2 * k + 1],
-            self.digests[k],
-        )
 
 
 class FileReader:
@@ -155,9 +95,12 @@ class FileReader:
                 return link(parse_one(raw))
 
         note, own_id = self._note, self.own_id
-        # The search texts, from this same read of each line (else the search pass reads it).
+        # The search texts and the usage, from this same read of each line (else the search
+        # and usage passes read it again). A CLI whose usage needs the lines before it
+        # (Codex) is counted by the usage pass.
         searched = SEARCHABLE_KINDS if self.report.texts else ()
-        texts = rows.texts
+        usage_of = agent.usage_of if self.report.texts and agent.usage_reader is None else None
+        texts, usages = rows.texts, rows.usage
         add_node = self.nodes.append
         add_offset, add_length = rows.offsets.append, rows.lengths.append
         add_digest, add_tokens = rows.digests.append, rows.tokens.extend
@@ -186,7 +129,7 @@ class FileReader:
                 add_offset, add_length = rows.offsets.append, rows.lengths.append
                 add_digest, add_tokens = rows.digests.append, rows.tokens.extend
                 add_type, add_subtype = rows.types.append, rows.subtypes.append
-                errors, texts = rows.errors, rows.texts
+                errors, texts, usages = rows.errors, rows.texts, rows.usage
                 cut_at, cut_anyway = self._cuts(line_no)
             add_tokens(note(record, line_no))
             session_id = record.session_id
@@ -202,8 +145,16 @@ class FileReader:
             add_subtype(names.setdefault(subtype, subtype))
             if record.error:
                 errors[line_no - rows.first_line] = record.error
-            if record.kind in searched:
-                found = line_searchable(agent, raw, record.kind, record.title)
+            kind = record.kind
+            data = None
+            if usage_of is not None and (
+                kind == ASSISTANT or (kind == PROGRESS and b'"agent_progress"' in raw)
+            ):
+                data = load(raw)
+                if isinstance(data, dict) and (usage := usage_of(data)) is not None:
+                    usages[line_no - rows.first_line] = usage
+            if kind in searched:
+                found = line_searchable(agent, raw, kind, record.title, data)
                 if found is not None:
                     texts[line_no - rows.first_line] = found
             if raw.endswith(b"\n"):

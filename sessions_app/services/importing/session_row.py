@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ...conversation import AbandonedBranch, Analysis, Extension, Node
-from ...formats import INVALID, collapse, is_session_id
+from ...formats import INVALID, agent_for, collapse, is_session_id
 from ...formats.markup import title_text
 from ...models import TITLE_LIMIT, Project, Session
 from ..discovery import SessionFile
@@ -169,12 +169,14 @@ def _write(
 ) -> None:
     """The rest of the row: file state, tokens, models, title, times, lineage; then save."""
     session.bytes_imported = reader.bytes_end or session.bytes_imported
-    # The lines read now have their search texts (stored with their rows, in this same
-    # transaction): the session is searchable up to its end if it was up to here.
-    searchable = reader.report.texts and session.search_lines >= session.line_count
+    # Search texts and usage stored with the rows (Codex's usage: by the usage pass).
+    one_pass = reader.report.texts
+    searched = one_pass and session.search_lines >= session.line_count
+    counted = one_pass and agent_for(source.agent).usage_reader is None
+    counted = counted and session.usage_lines >= session.line_count
     session.line_count = reader.line_end or session.line_count
-    if searchable:
-        session.search_lines = session.line_count
+    session.search_lines = session.line_count if searched else session.search_lines
+    session.usage_lines = session.line_count if counted else session.usage_lines
     session.head_digest = digest(head[: min(HEAD_BYTES, session.bytes_imported)])
     if reader.tail_offset >= 0:
         session.tail_offset, session.tail_digest = reader.tail_offset, digest(reader.tail)

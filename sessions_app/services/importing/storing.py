@@ -12,8 +12,8 @@ from django.db.models import Exists, OuterRef, Q
 from ...conversation import Analysis, Extension, Node, Tip, dangling_parents, graph_uuids
 from ...formats import CONVERSATION_KINDS
 from ...models import Record, Session
-from ..searching import TextLinks
-from .reading import Rows
+from .extras import texts_stored, usage_stored
+from .rows import Rows
 
 BATCH = 2000
 
@@ -138,7 +138,7 @@ def _insert_new(
     """Insert the rows read (with their nodes), placed by the given turns and flags, each
     linked to its search text."""
     adapt = _datetime_adapter()
-    text_of = _texts_stored(session, nodes, new_rows)
+    text_of = texts_stored(session, nodes, new_rows)
     batch: list[tuple] = []
     for k in range(len(new_rows)):
         line, offset, length, raw_type, subtype, error, t_in, t_out, crc = new_rows.row(k)
@@ -172,19 +172,8 @@ def _insert_new(
             records_insert(cursor, batch, IMPORT_COLUMNS)
             batch.clear()
     records_insert(cursor, batch, IMPORT_COLUMNS)
-
-
-def _texts_stored(session: Session, nodes: list[Node], rows: Rows) -> dict[int, int]:
-    """Store the texts of the rows read (`Rows.texts`); each row's text id, by row."""
-    if not rows.texts:
-        return {}
-    links = TextLinks(session, [nodes[k].uuid or "" for k in rows.texts])
-    first = rows.first_line
-    for k, found in rows.texts.items():
-        uuid = nodes[k].uuid or ""
-        if not links.known_link(first + k, uuid):
-            links.add(first + k, uuid, nodes[k].kind, found)
-    return {line - first: text_id for text_id, line in links.store()}
+    if new_rows.usage:
+        usage_stored(session, nodes, new_rows, adapt)
 
 
 # How far up from the active leaf an append looks for its nearest conversation

@@ -1,6 +1,7 @@
-"""Usage kept up to date after each import: the only writer of `Usage` rows.
+"""Usage kept up to date with each import: the only writer of `Usage` rows.
 
-`usage_refresh` reads the assistant records (and the progress records that may
+The import counts the usage of the lines it reads, from its own read of each line
+(`usage_store`; Claude Code and Qwen Code). `usage_refresh` reads the assistant records (and the progress records that may
 carry a subagent's messages, `formats.usage`) of every session beyond its
 `usage_lines` (each checked against the index: length and CRC-32) and keeps one
 row per API message of the session (`formats.usage`: the message's key, its
@@ -154,7 +155,7 @@ def _slice(session: Session, report: UsageReport) -> tuple[bool, int]:
                 found[usage.key] = (first, first_at, seen.merged(usage))
             else:
                 found[usage.key] = (line, at, usage)
-    _store(session, found)
+    usage_store(session, found)
     Session.objects.filter(pk=session.pk).update(usage_lines=high)
     return high >= count, len(found)
 
@@ -186,8 +187,9 @@ def _checked(f: BinaryIO, offset: int, length: int, digest: int) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _store(session: Session, found: dict[str, tuple[int, Stamp, MessageUsage]]) -> None:
-    """Insert the new messages; merge those the session already holds into their rows."""
+def usage_store(session: Session, found: dict[str, tuple[int, Stamp, MessageUsage]]) -> None:
+    """Insert the new messages (key: first line, its record's stamp, usage); merge those the
+    session already holds into their rows. The import's one read of each line calls it too."""
     if not found:
         return
     held: dict[str, tuple] = {}
