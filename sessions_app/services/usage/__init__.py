@@ -1,13 +1,13 @@
 """Usage kept up to date with each import: the only writer of `Usage` rows.
 
-The import counts the usage of the lines it reads, from its own read of each line
-(`usage_store`; Claude Code and Qwen Code). `usage_refresh` reads the assistant records (and the progress records that may
-carry a subagent's messages, `formats.usage`) of every session beyond its
-`usage_lines` (each checked against the index: length and CRC-32) and keeps one
-row per API message of the session (`formats.usage`: the message's key, its
-model, and the largest count of each kind its records carry). A message whose
-records straddle two passes is merged into its row. A session read again from
-the start loses its rows (`usage_forget`) and is counted again.
+The import counts the usage of the lines it reads from its own read of each line
+(`usage_store`; Claude Code and Qwen Code). `usage_refresh` reads the assistant records
+(and the progress records that may carry a subagent's messages, `formats.usage`) of
+every session beyond its `usage_lines` (each checked against the index: length and
+CRC-32) and keeps one row per API message of the session (`formats.usage`: the
+message's key, its model, and the largest count of each kind its records carry). A
+message whose records straddle two passes is merged into its row. A session read again
+from the start loses its rows (`usage_forget`) and is counted again.
 """
 
 from __future__ import annotations
