@@ -166,3 +166,34 @@ def test_the_usage_page_shows_the_archive_size(client, tmp_path: Path) -> None:
         path.stat().st_size > 1000
         and f"1.1\xa0KB of transcripts kept in {len(stored)}\xa0bytes" in text
     )
+
+
+@pytest.mark.parametrize("ahead_limit", [1 << 30, 10])
+def test_pieces_made_ahead_hold_exactly_the_bytes_indexed(
+    tmp_path: Path, monkeypatch, ahead_limit: int
+) -> None:
+    """A file read from its start is compressed in a thread as the import reads it
+    (`pieces_ahead`, files up to AHEAD_BYTES); a half-written last line is not indexed, so
+    the last piece is cut at the end of the last whole line, not where the thread read to."""
+    from sessions_app.services import archive_making
+
+    monkeypatch.setattr(archive, "PIECE_BYTES", 1000)
+    monkeypatch.setattr(archive_making, "AHEAD_BYTES", ahead_limit)
+    made: list[int] = []
+    real = archive_making._ahead
+    monkeypatch.setattr(
+        archive_making, "_ahead", lambda fd, size: made.append(size) or real(fd, size)
+    )
+    path = _one_session(tmp_path, turns=12)
+    whole = path.read_bytes()
+    with path.open("ab") as f:
+        f.write(b'{"type": "user", "half')  # a CLI half-way through its line
+    sessions_import(roots=[tmp_path / "projects"])
+
+    session = Session.objects.get()
+    assert session.bytes_imported == len(whole)
+    assert made == ([path.stat().st_size] if ahead_limit > 10 else [])
+    lengths = list(session.archive_pieces.order_by("start").values_list("length", flat=True))
+    assert sum(lengths) == len(whole) and lengths[-1] == len(whole) % 1000
+    assert archive_bytes(session) == whole
+    archive_check(session)

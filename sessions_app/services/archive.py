@@ -73,7 +73,12 @@ def archived_end(session: Session) -> int:
 
 
 def archive_extend(
-    *, session: Session, f: BinaryIO, fresh: bool, end: int | None = None
+    *,
+    session: Session,
+    f: BinaryIO,
+    fresh: bool,
+    end: int | None = None,
+    ahead: dict[int, tuple[int, bytes, str]] | None = None,
 ) -> tuple[int, int]:
     """Bring the session's pieces up to its `bytes_imported`, reading from the open file `f`.
 
@@ -93,25 +98,23 @@ def archive_extend(
         end = 0
     stop = session.bytes_imported
     added = 0
-    f.seek(end)
     while end < stop:
-        raw = f.read(min(PIECE_BYTES, stop - end))
-        if not raw:
-            break  # the file is shorter than indexed: the next import reads it again
+        want = min(PIECE_BYTES, stop - end)
+        made = (ahead or {}).get(end)
+        if made is not None and made[0] == want:  # made in a thread as the import read
+            length, data, sha = made
+        else:
+            f.seek(end)
+            raw = f.read(want)
+            if not raw:
+                break  # the file is shorter than indexed: the next import reads it again
+            length, data, sha = len(raw), zstd.compress(raw, level=LEVEL), digest(raw)
         # Stored as made: memory holds one piece, not the file.
         ArchivePiece.objects.bulk_create(
-            [
-                ArchivePiece(
-                    session=session,
-                    start=end,
-                    length=len(raw),
-                    data=zstd.compress(raw, level=LEVEL),
-                    digest=digest(raw),
-                )
-            ]
+            [ArchivePiece(session=session, start=end, length=length, data=data, digest=sha)]
         )
-        end += len(raw)
-        added += len(raw)
+        end += length
+        added += length
     return added, end
 
 

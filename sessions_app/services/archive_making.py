@@ -1,17 +1,21 @@
-"""A new file's archive pieces, made from its bytes as the dashboard writes them.
+"""A new file's archive pieces, made in a thread while the file is written or read.
 
 A fork's bytes are compressed and digested in a thread while the file is written
 (`PieceMaker`), then stored with its rows (`archive_made`), instead of the new file being
-read again inside the action. The pieces still hold exactly bytes 0..`bytes_imported`.
+read again inside the action. A file the import reads from its start is compressed in a
+thread while the import parses it (`pieces_ahead`). The pieces still hold exactly bytes
+0..`bytes_imported`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import BinaryIO
 
 from ..models import ArchivePiece, Session
 from . import archive
@@ -112,3 +116,32 @@ def archive_made(*, session: Session, maker: PieceMaker, tail: bytes) -> bool:
             batch.clear()
     ArchivePiece.objects.bulk_create(batch)
     return True
+
+
+# Pieces made ahead: (length, compressed bytes, digest) by start.
+Ahead = dict[int, tuple[int, bytes, str]]
+# Files at most this big are compressed ahead (memory holds their pieces until stored);
+# a bigger one is compressed as the archive reads it, a piece at a time.
+AHEAD_BYTES = 32 << 20
+_AHEAD: list[ThreadPoolExecutor] = []
+
+
+def pieces_ahead(f: BinaryIO, size: int) -> Future[Ahead] | None:
+    """The pieces of the first `size` bytes of the open file `f`, made in a thread (zstd and
+    SHA-256 let go of the GIL) while the import parses the file; None when not worth it."""
+    if not archive_enabled() or not 0 < size <= AHEAD_BYTES:
+        return None
+    if not _AHEAD:
+        _AHEAD.append(ThreadPoolExecutor(1, thread_name_prefix="archive"))
+    return _AHEAD[0].submit(_ahead, os.dup(f.fileno()), size)
+
+
+def _ahead(fd: int, size: int) -> Ahead:
+    made: Ahead = {}
+    try:
+        for start in range(0, size, archive.PIECE_BYTES):
+            raw = os.pread(fd, min(archive.PIECE_BYTES, size - start), start)
+            made[start] = (len(raw), zstd.compress(raw, level=LEVEL), archive.digest(raw))
+    finally:
+        os.close(fd)
+    return made

@@ -31,6 +31,9 @@ ROOT_POLL = 2.0  # seconds between looks for a root that does not exist yet
 
 class Command(BaseCommand):
     help = "Import Claude Code and Qwen Code sessions (incremental: unchanged files are skipped)."
+    # Django's system checks load every URL, view and template tag first (a third of a
+    # second, more than an import of a day's sessions); `make run` and `check` run them.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(

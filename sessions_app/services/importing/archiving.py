@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from concurrent.futures import Future
 from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
@@ -14,17 +15,25 @@ from ...models import Session
 from ...models_archive import ArchivedFile
 from ..archive import archive_enabled, archive_ends, archive_extend
 from ..archive_files import archive_file_history, history_folder
+from ..archive_making import Ahead
 from ..discovery import SessionFile
 from ..roots import UnsafePath, open_regular, resolve_root
 from .report import ImportReport
 
 
 def archive_keep(
-    session: Session, f: BinaryIO, report: ImportReport, *, fresh: bool, new: bool = False
+    session: Session,
+    f: BinaryIO,
+    report: ImportReport,
+    *,
+    fresh: bool,
+    new: bool = False,
+    ahead: Future[Ahead] | None = None,
 ) -> None:
     """Archive what the import just indexed; a failure is reported and the import goes on.
 
-    `new`: the session row was made by this import (it has no pieces yet)."""
+    `new`: the session row was made by this import (it has no pieces yet). `ahead`: the
+    file's pieces, made in a thread while the import read it (`pieces_ahead`)."""
     try:
         if new or fresh:
             end: int | None = 0
@@ -32,7 +41,8 @@ def archive_keep(
             end = report.archive_ends.get(session.pk, 0)
         else:
             end = None
-        added, now = archive_extend(session=session, f=f, fresh=fresh, end=end)
+        made = _made(ahead)
+        added, now = archive_extend(session=session, f=f, fresh=fresh, end=end, ahead=made)
         report.archived += added
     except DatabaseError:
         raise  # the transaction cannot go on: the file's import is rolled back and reported
@@ -41,6 +51,14 @@ def archive_keep(
     else:
         report.archive_ends[session.pk] = now  # for a later read of the same file in the pass
     history_keep(session, report)
+
+
+def _made(ahead: Future[Ahead] | None) -> Ahead | None:
+    """The pieces made ahead; None when there are none (the archive reads the file itself)."""
+    try:
+        return ahead.result() if ahead is not None else None
+    except OSError:
+        return None
 
 
 def history_keep(session: Session, report: ImportReport) -> None:

@@ -22,6 +22,7 @@ from django.db import connection
 from ...conversation import analyse, dangling_parents, extend
 from ...formats import agent_for
 from ...models import Session
+from ..archive_making import pieces_ahead
 from ..discovery import SessionFile
 from ..import_plan import HEAD_BYTES, FileState, Plan, import_plan
 from ..searching import texts_collect
@@ -103,6 +104,8 @@ def import_open_file(
         usage_forget(session)
         reset(session)
     head = read(0, HEAD_BYTES)
+    # Read from its start: its archive pieces are made in a thread meanwhile.
+    ahead = pieces_ahead(f, stat.st_size) if not start else None
     f.seek(start)
 
     reader = FileReader(source, session, report)
@@ -124,7 +127,8 @@ def import_open_file(
         has_rows, retold = True, 0
     report.invalid += reader.invalid
     # A file read from the start is stored again (a new one has no pieces to drop).
-    archive_keep(session, f, report, fresh=known and plan is not Plan.APPEND, new=not known)
+    again = known and plan is not Plan.APPEND
+    archive_keep(session, f, report, fresh=again, new=not known, ahead=ahead)
     return Indexed(session, reader.foreign_ids, plan)
 
 
