@@ -63,6 +63,11 @@ class TextLinks:
         ids = _new_ids(len(self.new))
         if self.new:
             _texts_insert([(i, *values) for i, values in zip(ids, self.new, strict=True)])
+            if connection.vendor == "postgresql":
+                # Another import (a hub taking the same session from two machines at once)
+                # may have stored a uuid's text first: its text is the one linked.
+                held = _texts_by_uuid([values[0] for values in self.new])
+                ids = [held.get(values[0], i) for i, values in zip(ids, self.new, strict=True)]
         for i, lines in zip(ids, self.new_lines, strict=True):
             self.links.extend((i, line) for line in lines)
         return self.links
@@ -81,8 +86,11 @@ def _texts_insert(rows: list[tuple[int, str, str, str]]) -> None:
     table = SearchText._meta.db_table
     insert = f"INSERT INTO {table} (id, uuid, part, text) VALUES {{marks}}"  # noqa: S608
     if connection.vendor == "postgresql":
-        # The texts' pieces (SearchChunk) in the same statement, cut from the folded copy
-        # the database made: Python's `lower` is not PostgreSQL's for every character.
+        # A uuid's text stored meanwhile by another transaction is left as it is (`store`
+        # links to it). The texts' pieces (SearchChunk) in the same statement, cut from the
+        # folded copy the database made: Python's `lower` is not PostgreSQL's for every
+        # character.
+        insert += " ON CONFLICT (uuid) WHERE NOT (uuid = '') DO NOTHING"
         insert = (
             f"WITH new AS ({insert} RETURNING id, folded) "  # noqa: S608
             f"INSERT INTO {SearchChunk._meta.db_table} (text_id, n, folded) "
