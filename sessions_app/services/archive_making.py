@@ -122,7 +122,7 @@ def archive_made(*, session: Session, maker: PieceMaker, tail: bytes) -> bool:
 Ahead = dict[int, tuple[int, bytes, str]]
 # Files at most this big are compressed ahead (memory holds their pieces until stored);
 # a bigger one is compressed as the archive reads it, a piece at a time.
-AHEAD_BYTES = 32 << 20
+AHEAD_BYTES = 4 << 20
 _AHEAD: list[ThreadPoolExecutor] = []
 
 

@@ -43,6 +43,8 @@ WORDS_SCHEMA = [
     "USING fts5(text, content='', tokenize='trigram')",
     "CREATE TABLE IF NOT EXISTS {schema}filled (id INTEGER PRIMARY KEY CHECK (id = 1), "
     "up_to INTEGER NOT NULL, gone_to INTEGER NOT NULL, token TEXT NOT NULL)",
+    # The texts whose words are in the index: only theirs are ever taken out.
+    "CREATE TABLE IF NOT EXISTS {schema}held (id INTEGER PRIMARY KEY)",
 ]
 TEXTS = "main.sessions_app_searchtext"
 
@@ -97,6 +99,7 @@ def words_made(connection: Any, **kwargs: Any) -> None:
             made.execute("BEGIN IMMEDIATE")
             if _stranger(made, mine[0]):
                 made.execute("INSERT INTO search_fts(search_fts) VALUES ('delete-all')")
+                made.execute("DELETE FROM held")
                 # Texts deleted before: none of their words are here.
                 made.execute(
                     "INSERT OR REPLACE INTO filled (id, up_to, gone_to, token) VALUES (1, 0, ?, ?)",
@@ -131,6 +134,7 @@ def words_round(db: sqlite3.Connection) -> int:
     up_to, gone_to, token = row or (0, 0, "")
     if token != mine[0]:  # another database's words, or none yet
         db.execute("INSERT INTO words.search_fts(search_fts) VALUES ('delete-all')")
+        db.execute("DELETE FROM words.held")
         up_to, gone_to, token = 0, 0, mine[0]
         last_gone = db.execute("SELECT MAX(qid) FROM main.search_words_gone").fetchone()[0]
         gone_to = last_gone or 0  # texts deleted before: none of their words are here
@@ -140,14 +144,28 @@ def words_round(db: sqlite3.Connection) -> int:
         [gone_to, ROUND_ROWS],
     ).fetchone()
     if gone:
-        # Only words that went in come out: taking out words a contentless index was never
-        # given corrupts it.
+        # Only words that went in come out (`held`): taking out words a contentless index
+        # was never given corrupts it.
+        taken = (
+            "FROM main.search_words_gone WHERE qid > ? AND qid <= ? "
+            "AND id IN (SELECT id FROM words.held)"
+        )
         db.execute(
-            "INSERT INTO words.search_fts(search_fts, rowid, text) SELECT 'delete', id, text "
-            "FROM main.search_words_gone WHERE qid > ? AND qid <= ? AND id <= ?",
-            [gone_to, last_gone, up_to],
+            "INSERT INTO words.search_fts(search_fts, rowid, text) "
+            f"SELECT 'delete', id, text {taken}",
+            [gone_to, last_gone],
+        )
+        db.execute(
+            f"DELETE FROM words.held WHERE id IN (SELECT id {taken})",  # noqa: S608
+            [gone_to, last_gone],
         )
         gone_to = last_gone
+    if gone == ROUND_ROWS:
+        # More may be queued: every text deleted so far is weighed against this `up_to`
+        # before it moves, or a text deleted before its words went in would look as if
+        # they had (an id at or below the new `up_to`).
+        _filled(db, up_to, gone_to, token)
+        return gone
     new, last = db.execute(
         f"SELECT COUNT(*), MAX(id) FROM (SELECT id FROM {TEXTS} WHERE id > ? "  # noqa: S608
         "ORDER BY id LIMIT ?)",
@@ -159,12 +177,21 @@ def words_round(db: sqlite3.Connection) -> int:
             "WHERE id > ? AND id <= ?",
             [up_to, last],
         )
+        db.execute(
+            f"INSERT OR IGNORE INTO words.held (id) SELECT id FROM {TEXTS} "  # noqa: S608
+            "WHERE id > ? AND id <= ?",
+            [up_to, last],
+        )
         up_to = last
+    _filled(db, up_to, gone_to, token)
+    return new + gone
+
+
+def _filled(db: sqlite3.Connection, up_to: int, gone_to: int, token: str) -> None:
     db.execute(
         "INSERT OR REPLACE INTO words.filled (id, up_to, gone_to, token) VALUES (1, ?, ?, ?)",
         [up_to, gone_to, token],
     )
-    return new + gone
 
 
 def words_waiting() -> int:
