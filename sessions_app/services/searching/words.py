@@ -12,9 +12,9 @@ The pages' connections attach the file read-only: a write transaction (`BEGIN
 IMMEDIATE`) takes the write lock of every database attached for writing, so the import
 would wait for the filler and the filler for the import. A text deleted from the main
 file is queued with its words (`search_words_gone`, by trigger, migration 0030), and the
-filler takes the words out if they went in. Text ids are never given twice
-(`texts._new_ids`), so words a deleted text left behind name no other text. The thread
-and what callers ask of it: `words_filling`.
+filler takes the words out if they went in (`held`: the texts whose words it holds).
+Text ids are never given twice (`texts._new_ids`), so words a deleted text left behind
+name no other text. The thread and what callers ask of it: `words_filling`.
 
 `SEARCH_WORDS_BEHIND = False` (the tests, whose rows are never committed): the pages'
 connections attach the file for writing and the same rounds run in their own
