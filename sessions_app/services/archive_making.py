@@ -124,6 +124,7 @@ Ahead = dict[int, tuple[int, bytes, str]]
 # a bigger one is compressed as the archive reads it, a piece at a time.
 AHEAD_BYTES = 4 << 20
 _AHEAD: list[ThreadPoolExecutor] = []
+os.register_at_fork(after_in_child=_AHEAD.clear)  # a forked process has none of its threads
 
 
 def pieces_ahead(f: BinaryIO, size: int) -> Future[Ahead] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -145,6 +146,16 @@ class _Filler:
 
 _FILLERS: dict[str, _Filler] = {}
 _FILLERS_LOCK = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    """A forked process (gunicorn's workers) has none of its parent's threads."""
+    global _FILLERS_LOCK
+    _FILLERS.clear()
+    _FILLERS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def _filler() -> _Filler:
