@@ -10,6 +10,7 @@ test (threads or processes that read the index) takes `imported_committed` inste
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,6 +79,18 @@ def _is_transactional(item: pytest.Item) -> bool:
         return True
     names = getattr(item, "fixturenames", ())
     return "transactional_db" in names or "live_server" in names
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Before a test's fixtures end: the threads of the CLI runs it started end first. A
+    run's thread imports its session once the CLI ends, and a test that saw the run end
+    would otherwise have its database emptied under that import (on PostgreSQL, a deadlock
+    of the import against the teardown's TRUNCATE)."""
+    for thread in threading.enumerate():
+        if thread.name.startswith("run-") and thread is not threading.current_thread():
+            thread.join(timeout=60)
+            assert not thread.is_alive(), f"{thread.name} did not end within a minute"
 
 
 @pytest.hookimpl(tryfirst=True)

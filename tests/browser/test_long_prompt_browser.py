@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -42,14 +41,7 @@ def test_a_30000_character_cjk_prompt_is_sent(page: Page, live_server, session: 
     type_prompt(page, CJK_PROMPT)
     page.locator("#run-send").click()
     expect(page.locator("#run-status")).to_contain_text("Run ", timeout=20_000)
-    run = Run.objects.get()
-    assert run.prompt == CJK_PROMPT
-    # The run's thread imports the session when the CLI ends: let it end before the test's
-    # database is emptied under it (PostgreSQL: that import against the flush, a deadlock).
-    for thread in threading.enumerate():
-        if thread.name == f"run-{run.pk}":
-            thread.join(timeout=30)
-            assert not thread.is_alive(), "the run's thread did not end"
+    assert Run.objects.get().prompt == CJK_PROMPT
 
 
 def test_a_prompt_too_large_to_send_stays_in_the_box_with_why(
