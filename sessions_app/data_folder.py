@@ -70,12 +70,20 @@ def private_file(path: Path) -> None:
     _tighten(path, FILE_MODE, [], path.name)
 
 
-def sqlite_files_private(sender: Any, connection: Any, **kwargs: Any) -> None:
-    """On a new SQLite connection, make its database file and -wal/-shm files 0600."""
+def sqlite_file(connection: Any) -> str | None:
+    """The file of a SQLite connection's database; None for another database, an
+    in-memory one or one named by URI."""
     if connection.vendor != "sqlite":
-        return
+        return None
     name = str(connection.settings_dict.get("NAME") or "")
     if not name or name == ":memory:" or name.startswith("file:"):
+        return None
+    return name
+
+
+def sqlite_files_private(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """On a new SQLite connection, make its database file and -wal/-shm files 0600."""
+    if (name := sqlite_file(connection)) is None:
         return
     for suffix in SQLITE_SUFFIXES:
         private_file(Path(name + suffix))

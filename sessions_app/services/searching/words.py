@@ -34,7 +34,7 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db import connection
 
-from ...data_folder import SQLITE_SUFFIXES, private_file
+from ...data_folder import SQLITE_SUFFIXES, private_file, sqlite_file
 
 # Texts (and deleted texts) per round: one transaction of the words file.
 ROUND_ROWS = 5_000
@@ -62,10 +62,7 @@ def behind() -> bool:
 
 def words_attach(sender: Any, connection: Any, **kwargs: Any) -> None:
     """On a new SQLite connection: attach its words file as `words`, made if need be."""
-    if connection.vendor != "sqlite":
-        return
-    name = str(connection.settings_dict.get("NAME") or "")
-    if not name or name == ":memory:" or name.startswith("file:"):
+    if (name := sqlite_file(connection)) is None:
         return
     path = words_path(name)
     words_made(connection)
