@@ -79,7 +79,8 @@ def search_refresh(
     report = SearchReport()
     behind = Session.objects.filter(search_lines__lt=F("line_count")).select_related("project")
     if session_ids is not None:
-        behind = behind.filter(pk__in=list(session_ids))
+        session_ids = list(session_ids)
+        behind = behind.filter(pk__in=session_ids)
     total = behind.count() if progress is not None else 0
     # Sessions before their subagents and forks: a fork then links its parent's texts.
     done = 0
@@ -97,7 +98,9 @@ def search_refresh(
         error = f"search words not all indexed yet ({exc}); tried again later"
     if error:
         report.errors.append(error)
-    if connection.vendor == "postgresql":
+    # The imports that named these sessions stored texts too (their one read): merged
+    # after any pass that had sessions to look at, not after a watcher's idle one.
+    if connection.vendor == "postgresql" and (session_ids is None or session_ids):
         _pending_merged()
     if progress is not None:
         progress(total, total)
