@@ -18,6 +18,7 @@ from .models import Project, Session
 from .selectors.family import AGENT_ID_RE, agent_id_of
 from .selectors.lists import hub_namespaces
 from .selectors.search import Hit, SearchQuery, SearchResults, search
+from .services.searching import words_waiting
 from .session_refs import NAMESPACE_PART, REF_RE, session_ref
 from .transcript.limits import PAGE_LIMITS
 
@@ -191,6 +192,8 @@ def search_page(request: HttpRequest) -> HttpResponse:
         "results": results,
         "error": error,
         "scoped": scoped,
+        # SQLite: texts just imported whose words the index has not taken in yet.
+        "words_waiting": words_waiting() if results is not None else 0,
         "projects": project_choices(),
         "agents": sorted((a.name, a.label) for a in REGISTRY.values()),
         **hub_choices(hub_namespaces()),

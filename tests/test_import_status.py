@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.db.models import F
 
 from sessions_app.management.commands.import_sessions import _import_pass
-from sessions_app.models import ImportStatus, Session
+from sessions_app.models import ImportStatus, SearchText, Session
 from sessions_app.selectors.importing import import_progress
 from sessions_app.services.discovery import SessionFile
 from sessions_app.services.import_status import ImportTracker
@@ -119,3 +119,25 @@ def test_a_pass_whose_process_died_is_not_shown_as_running(client) -> None:
 def test_every_page_asks_for_the_banner(client) -> None:
     html = client.get("/").content.decode()
     assert 'hx-get="/import-status/" hx-trigger="load"' in html
+
+
+def test_the_search_phase_says_what_it_waits_for(client, tmp_path: Path) -> None:
+    """The import stores the texts, so the search pass has no session to catch up with, only
+    words to add (SQLite): the banner says so, not "0 of 0 sessions indexed"."""
+    from django.db import connection
+
+    _sessions(tmp_path, 1)
+    sessions_import(roots=[tmp_path])  # texts stored; tests fill their words in the pass
+    tracker = ImportTracker()
+    tracker.begin([])
+    tracker.catch_up(ImportStatus.SEARCH, 0, 0)
+    html = client.get("/import-status/", **HX).content.decode()
+    assert "0 of 0" not in html
+    if connection.vendor == "sqlite":
+        texts = SearchText.objects.count()  # two turns: each prompt and reply
+        assert texts == 4
+        assert f"The words of {texts} texts are going into the search index" in html
+        assert client.get("/import-status.json").json()["words_waiting"] == texts
+    else:  # PostgreSQL finds a text as soon as it is stored
+        assert "Search is catching up, so some results may be missing yet" in html
+        assert client.get("/import-status.json").json()["words_waiting"] == 0

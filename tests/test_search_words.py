@@ -219,3 +219,18 @@ def test_behind_a_words_file_deleted_is_made_and_filled_again(words_behind, tmp_
     assert _found("zanzibar_quokka") == set(), "behind until the pass"
     search_refresh()
     assert _found("zanzibar_quokka") == {SID}
+
+
+def test_the_search_page_says_how_many_texts_are_not_searchable_yet(client, tmp_path: Path) -> None:
+    root, _ = _session_file(tmp_path, "zanzibar_quokka")
+    sessions_import(roots=[root])  # texts stored, their words not yet in (SQLite)
+
+    html = client.get("/search/", {"q": "zanzibar_quokka"}).content.decode()
+    if connection.vendor == "sqlite":
+        assert "2 texts imported a moment ago are not searchable yet" in html
+    else:
+        assert "not searchable yet" not in html
+    search_refresh()
+    html = client.get("/search/", {"q": "zanzibar_quokka"}).content.decode()
+    assert "not searchable yet" not in html
+    assert 'id="search-results"' in html and "zanzibar" in html

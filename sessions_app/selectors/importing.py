@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from ..models_import import ImportStatus
+from ..services.searching.words import words_waiting
 
 # A pass whose progress was not written for this long is no longer running (its
 # process stopped); a big file is read in far less.
@@ -27,6 +28,8 @@ class ImportProgress:
     bytes_total: int
     catch_up_done: int
     catch_up_total: int
+    # SQLite: texts stored whose words are not in the search index yet (filled behind).
+    words_waiting: int = 0
 
     @property
     def whole(self) -> bool:
@@ -50,6 +53,7 @@ class ImportProgress:
             "files": {"done": self.files_done, "total": self.files_total},
             "bytes": {"done": self.bytes_done, "total": self.bytes_total},
             "sessions_caught_up": {"done": self.catch_up_done, "total": self.catch_up_total},
+            "words_waiting": self.words_waiting,
             "finished_at": self.finished_at.isoformat() if self.finished_at else None,
         }
 
@@ -70,4 +74,6 @@ def import_progress(name: str = "importer") -> ImportProgress | None:
         bytes_total=row.bytes_total,
         catch_up_done=row.catch_up_done,
         catch_up_total=row.catch_up_total,
+        # Counted only while search catches up: a count of the texts past the watermark.
+        words_waiting=words_waiting() if running and row.phase == ImportStatus.SEARCH else 0,
     )
