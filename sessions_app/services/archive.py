@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from django.db.models import F, Max, Sum
 
 from ..models import ArchivePiece, Session
@@ -109,10 +109,14 @@ def archive_extend(
             if not raw:
                 break  # the file is shorter than indexed: the next import reads it again
             length, data, sha = len(raw), zstd.compress(raw, level=LEVEL), digest(raw)
-        # Stored as made: memory holds one piece, not the file.
-        ArchivePiece.objects.bulk_create(
-            [ArchivePiece(session=session, start=end, length=length, data=data, digest=sha)]
-        )
+        # Stored as made: memory holds one piece, not the file. Raw: a piece of every
+        # 256 KiB of every file imported, where the ORM's insert costs more than SQLite's.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {ArchivePiece._meta.db_table} "  # noqa: S608 (ours)
+                "(session_id, start, length, data, digest) VALUES (%s, %s, %s, %s, %s)",
+                [session.pk, end, length, data, sha],
+            )
         end += length
         added += length
     return added, end
