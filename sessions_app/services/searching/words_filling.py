@@ -105,6 +105,9 @@ class _Filler:
         path = words_path(self.database)
         db.execute("ATTACH DATABASE ? AS words", [str(path)])
         db.execute("PRAGMA words.journal_mode=WAL")
+        # As the main database: a commit does not wait for the disk, and the watermark is
+        # in the same file, so a crash loses the last rounds whole, never half of one.
+        db.execute("PRAGMA words.synchronous=NORMAL")
         # The log is used again from its start once the index holds it; not kept longer.
         db.execute(f"PRAGMA words.journal_size_limit={JOURNAL_LIMIT}")
         for sql in WORDS_SCHEMA:
