@@ -8,6 +8,7 @@ lands where the machine's CLI will look for it once pulled.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
@@ -50,7 +51,14 @@ def hub_roots() -> list[Path]:
 
 def namespace_of(root: Path | str) -> str:
     """The namespace whose folder holds `root`; "" for a root of this machine's own."""
-    base = hub_folder()
+    return _namespace_of(str(root), str(hub_folder()))
+
+
+# Asked for every file an import reads, of the few roots there are: a root outside the hub
+# folder is resolved (a system call per part) once, not once per file.
+@functools.lru_cache(maxsize=256)
+def _namespace_of(root: str, hub: str) -> str:
+    base = Path(hub)
     try:
         relative = Path(root).relative_to(base)
     except ValueError:
