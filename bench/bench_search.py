@@ -418,7 +418,8 @@ def _index_size() -> dict[str, int]:
             )
             trgm, table, record, db = cursor.fetchone()
             return {"words": trgm, "texts": table - trgm, "record": record, "db": db}
-        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        # The main file only: the words file is attached read-only (only its filler writes it).
+        cursor.execute("PRAGMA main.wal_checkpoint(TRUNCATE)")
         cursor.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name")
         sizes = dict(cursor.fetchall())
         # The word index: a file of its own (services.searching.words).
