@@ -87,10 +87,16 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     run's thread imports its session once the CLI ends, and a test that saw the run end
     would otherwise have its database emptied under that import (on PostgreSQL, a deadlock
     of the import against the teardown's TRUNCATE)."""
+    from sessions_app.services.runs import _escalate_later
+
     for thread in threading.enumerate():
         if thread.name.startswith("run-") and thread is not threading.current_thread():
             thread.join(timeout=60)
             assert not thread.is_alive(), f"{thread.name} did not end within a minute"
+        elif isinstance(thread, threading.Timer) and thread.function is _escalate_later:
+            # A stopped run's escalation, seconds later: it would look the run up in a
+            # later test's database (or one that allows no access), not this one's.
+            thread.cancel()
 
 
 @pytest.hookimpl(tryfirst=True)
