@@ -60,3 +60,17 @@ class SearchChunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.text_id}/{self.n}: {self.folded[:60]}"
+
+
+class SearchChunkWaiting(models.Model):
+    """PostgreSQL, pieces filled behind the import: a text whose pieces (`SearchChunk`) are
+    not made yet. The import queues it with the text, in the same transaction; a thread of
+    its own cuts the pieces and takes it off (services.searching.pieces_filling). The table
+    exists on PostgreSQL only (migration 0031)."""
+
+    text = models.OneToOneField(
+        SearchText, on_delete=models.DB_CASCADE, related_name="+", primary_key=True
+    )
+
+    def __str__(self) -> str:
+        return f"{self.text_id}: pieces waiting"

@@ -3,7 +3,8 @@
 A record whose uuid already has a text (the same record copied into a fork) is linked
 to it; any other gets a text of its own, stored once per uuid, and once per title in a
 session (the CLIs write a session's title again and again). SQLite: the words of the
-texts stored go into FTS5 afterwards, behind the import (`words`).
+texts stored go into FTS5 afterwards, behind the import (`words`); PostgreSQL: their
+pieces are cut behind it too (`pieces_filling`).
 """
 
 from __future__ import annotations
@@ -11,11 +12,20 @@ from __future__ import annotations
 from django.db import connection
 
 from ...formats import TITLE
-from ...models import Record, SearchChunk, SearchText, Session
+from ...models import Record, SearchChunk, SearchChunkWaiting, SearchText, Session
 from ...models_search import CHUNK_OVERLAP, CHUNK_STEP
+from .words import behind
 
 # Texts stored per INSERT statement: 4 parameters each, under SQLite's limit of 32,766.
 INSERT_ROWS = 2_000
+# PostgreSQL: the pieces (SearchChunk) of the texts of `new` (id, folded), cut from the
+# folded copy the database made: Python's `lower` is not PostgreSQL's for every character.
+PIECES_CUT = (
+    f"INSERT INTO {SearchChunk._meta.db_table} (text_id, n, folded) "  # noqa: S608
+    f"SELECT new.id, g.n, substr(new.folded, g.n * {CHUNK_STEP} + 1, "
+    f"{CHUNK_STEP + CHUNK_OVERLAP}) FROM new, "
+    f"generate_series(0, (length(new.folded) - 1) / {CHUNK_STEP}) AS g(n)"
+)
 
 
 class TextLinks:
@@ -81,23 +91,22 @@ def _texts_insert(rows: list[tuple[int, str, str, str]]) -> None:
     """Store the texts, many rows per statement.
 
     One statement for many rows, not one per row: fewer round trips, and one
-    statement journal instead of one per text. PostgreSQL: each text's pieces with it.
+    statement journal instead of one per text. PostgreSQL: each text's pieces with it, or,
+    filled behind, the text queued for the thread that cuts them (`pieces_filling`).
     """
     table = SearchText._meta.db_table
     insert = f"INSERT INTO {table} (id, uuid, part, text) VALUES {{marks}}"  # noqa: S608
     if connection.vendor == "postgresql":
         # A uuid's text stored meanwhile by another transaction is left as it is (`store`
-        # links to it). The texts' pieces (SearchChunk) in the same statement, cut from the
-        # folded copy the database made: Python's `lower` is not PostgreSQL's for every
-        # character.
+        # links to it).
         insert += " ON CONFLICT (uuid) WHERE NOT (uuid = '') DO NOTHING"
-        insert = (
-            f"WITH new AS ({insert} RETURNING id, folded) "  # noqa: S608
-            f"INSERT INTO {SearchChunk._meta.db_table} (text_id, n, folded) "
-            f"SELECT new.id, g.n, substr(new.folded, g.n * {CHUNK_STEP} + 1, "
-            f"{CHUNK_STEP + CHUNK_OVERLAP}) FROM new, "
-            f"generate_series(0, (length(new.folded) - 1) / {CHUNK_STEP}) AS g(n)"
-        )
+        if behind():
+            insert = (
+                f"WITH new AS ({insert} RETURNING id) "  # noqa: S608
+                f"INSERT INTO {SearchChunkWaiting._meta.db_table} (text_id) SELECT id FROM new"
+            )
+        else:
+            insert = f"WITH new AS ({insert} RETURNING id, folded) {PIECES_CUT}"
     with connection.cursor() as cursor:
         for start in range(0, len(rows), INSERT_ROWS):
             chunk = rows[start : start + INSERT_ROWS]

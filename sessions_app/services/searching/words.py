@@ -35,6 +35,7 @@ from django.conf import settings
 from django.db import connection
 
 from ...data_folder import SQLITE_SUFFIXES, private_file, sqlite_file
+from ...models import SearchChunkWaiting
 
 # Texts (and deleted texts) per round: one transaction of the words file.
 ROUND_ROWS = 5_000
@@ -192,7 +193,12 @@ def _filled(db: sqlite3.Connection, up_to: int, gone_to: int, token: str) -> Non
 
 
 def words_waiting() -> int:
-    """SQLite: how many stored texts do not have their words in the index yet."""
+    """How many stored texts are not searchable yet: SQLite, those whose words are not in the
+    index; PostgreSQL, filled behind, those whose pieces are not cut."""
+    if connection.vendor == "postgresql" and behind():
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT COUNT(*) FROM {SearchChunkWaiting._meta.db_table}")  # noqa: S608
+            return cursor.fetchone()[0]
     if connection.vendor != "sqlite":
         return 0
     with connection.cursor() as cursor:
