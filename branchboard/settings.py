@@ -129,8 +129,9 @@ DEBUG = env_bool("BRANCHBOARD_DEBUG", False)
 # A session written to less than this many seconds ago may still be in use by a
 # CLI; rewinding it is refused.
 BRANCHBOARD_BUSY_SECONDS = env_int("BRANCHBOARD_BUSY_SECONDS", 5)
-# SQLite: a thread fills the search index's words behind the import, in a file of their
-# own (services.searching.words); off, each caller's transaction fills them (the tests).
+# A thread fills the search index behind the import: SQLite's words, in a file of their
+# own (services.searching.words), PostgreSQL's pieces of the texts (pieces_filling); off,
+# each caller's transaction fills them (the tests).
 SEARCH_WORDS_BEHIND = env_bool("BRANCHBOARD_SEARCH_WORDS_BEHIND", True)
 # Seconds a request or the importer waits for a database lock another writer
 # holds; then the page answers "busy, try again" (sessions_app/middleware.py).

@@ -278,7 +278,7 @@ from .models_archive import ArchivePiece  # noqa: E402
 from .models_hub import HubFile, HubNamespace  # noqa: E402
 from .models_import import ImportStatus  # noqa: E402
 from .models_runs import Run  # noqa: E402
-from .models_search import SearchChunk, SearchChunkWaiting, SearchText  # noqa: E402
+from .models_search import SearchChunk, SearchText  # noqa: E402
 from .models_skips import SkippedFile  # noqa: E402
 from .models_usage import Usage  # noqa: E402
 
@@ -293,7 +293,6 @@ __all__ = [
     "Record",
     "Run",
     "SearchChunk",
-    "SearchChunkWaiting",
     "SearchText",
     "Session",
     "SkippedFile",

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from sessions_app.models import SearchChunk, SearchChunkWaiting, SearchText
-from sessions_app.models_search import CHUNK_STEP
+from sessions_app.models import SearchChunk, SearchText
+from sessions_app.models_search import CHUNK_STEP, SearchChunkWaiting
 from sessions_app.selectors.search import SearchQuery, search
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.searching import search_refresh, words_waiting

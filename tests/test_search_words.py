@@ -234,3 +234,14 @@ def test_the_search_page_says_how_many_texts_are_not_searchable_yet(client, tmp_
     html = client.get("/search/", {"q": "zanzibar_quokka"}).content.decode()
     assert "not searchable yet" not in html
     assert 'id="search-results"' in html and "zanzibar" in html
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's word index only")
+def test_a_new_words_file_has_large_pages() -> None:
+    """Fewer, larger writes for FTS5's merges (services.searching.words.PAGE_SIZE); the main
+    file keeps SQLite's own."""
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA words.page_size")
+        assert cursor.fetchone()[0] == 16_384
+        cursor.execute("PRAGMA main.page_size")
+        assert cursor.fetchone()[0] == 4_096

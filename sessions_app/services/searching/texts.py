@@ -12,8 +12,8 @@ from __future__ import annotations
 from django.db import connection
 
 from ...formats import TITLE
-from ...models import Record, SearchChunk, SearchChunkWaiting, SearchText, Session
-from ...models_search import CHUNK_OVERLAP, CHUNK_STEP
+from ...models import Record, SearchChunk, SearchText, Session
+from ...models_search import CHUNK_OVERLAP, CHUNK_STEP, SearchChunkWaiting
 from .words import behind
 
 # Texts stored per INSERT statement: 4 parameters each, under SQLite's limit of 32,766.

@@ -12,7 +12,15 @@ from django.db import connection, transaction
 from ...data_folder import SQLITE_SUFFIXES, private_file
 from .filling import Filler
 from .pieces_filling import PiecesFiller
-from .words import TEXTS, WORDS_SCHEMA, behind, sqlite_uri, words_path, words_round
+from .words import (
+    PAGE_SIZE,
+    TEXTS,
+    WORDS_SCHEMA,
+    behind,
+    sqlite_uri,
+    words_path,
+    words_round,
+)
 
 # Texts the thread waits for (a quarter of a second at most) before a round no one waits
 # for: each round's commit writes an index segment, and tiny ones cost more to merge.
@@ -33,6 +41,7 @@ class WordsFiller(Filler):
         )
         path = words_path(self.database)
         db.execute("ATTACH DATABASE ? AS words", [str(path)])
+        db.execute(f"PRAGMA words.page_size={PAGE_SIZE}")  # if it is made here
         db.execute("PRAGMA words.journal_mode=WAL")
         # As the main database: a commit does not wait for the disk, and the watermark is
         # in the same file, so a crash loses the last rounds whole, never half of one.
