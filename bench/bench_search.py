@@ -422,9 +422,12 @@ def _index_size() -> dict[str, int]:
         cursor.execute("PRAGMA main.wal_checkpoint(TRUNCATE)")
         cursor.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name")
         sizes = dict(cursor.fetchall())
-        # The word index: a file of its own (services.searching.words).
-        cursor.execute("SELECT name, SUM(pgsize) FROM dbstat('words') GROUP BY name")
-        words = dict(cursor.fetchall())
+        # The word index: a file of its own (services.searching.words), with pages of its
+        # own size (dbstat's `pgsize` there gives the main file's).
+        cursor.execute("PRAGMA words.page_size")
+        words_page = cursor.fetchone()[0]
+        cursor.execute("SELECT name, COUNT(*) FROM dbstat('words') GROUP BY name")
+        words = {name: pages * words_page for name, pages in cursor.fetchall()}
         total = 0
         for schema in ("main", "words"):
             cursor.execute(f"PRAGMA {schema}.page_count")
