@@ -128,3 +128,21 @@ def test_behind_texts_deleted_while_queued_leave_no_pieces_and_no_queue(
     assert _found("glockenspiel_quokka") == {SID}
     for gone in ("zanzibar_quokka", "xylophones_quokka", "marimba_quokka"):
         assert _found(gone) == set()
+
+
+@pytest.mark.django_db
+def test_texts_queued_behind_are_cut_by_a_pass_with_the_thread_off(
+    pieces_behind, settings, tmp_path: Path
+) -> None:
+    """BRANCHBOARD_SEARCH_WORDS_BEHIND=0 after a run that queued texts: the pass cuts them."""
+    root, _ = _session_file(tmp_path, "zanzibar_quokka")
+    sessions_import(roots=[root])  # queued (no thread is kicked in the test's transaction)
+    assert words_waiting() == 2
+
+    settings.SEARCH_WORDS_BEHIND = False
+    report = search_refresh()
+
+    assert report.words == 2 and not report.errors
+    assert words_waiting() == 0
+    _pieces_whole()
+    assert _found("zanzibar_quokka") == {SID}

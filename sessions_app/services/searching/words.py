@@ -199,8 +199,8 @@ def _filled(db: sqlite3.Connection, up_to: int, gone_to: int, token: str) -> Non
 
 def words_waiting() -> int:
     """How many stored texts are not searchable yet: SQLite, those whose words are not in the
-    index; PostgreSQL, filled behind, those whose pieces are not cut."""
-    if connection.vendor == "postgresql" and behind():
+    index; PostgreSQL, those queued whose pieces are not cut."""
+    if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT COUNT(*) FROM {SearchChunkWaiting._meta.db_table}")  # noqa: S608
             return cursor.fetchone()[0]

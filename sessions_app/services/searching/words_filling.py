@@ -11,7 +11,7 @@ from django.db import connection, transaction
 
 from ...data_folder import SQLITE_SUFFIXES, private_file
 from .filling import Filler
-from .pieces_filling import PiecesFiller
+from .pieces_filling import PiecesFiller, pieces_round
 from .words import (
     PAGE_SIZE,
     TEXTS,
@@ -133,8 +133,12 @@ def words_fill(*, wait: bool = True) -> tuple[int, str | None]:
     PostgreSQL, the queued texts' pieces cut); (texts looked at, the error that stopped it).
     `wait=False`: behind, at once."""
     if connection.vendor == "postgresql":
-        if not behind():
-            return 0, None  # each text's pieces were cut as it was stored
+        if not behind():  # each text's pieces are cut as it is stored; any queued before too
+            done = 0
+            with transaction.atomic(), connection.cursor() as cursor:
+                while added := pieces_round(cursor):
+                    done += added
+            return done, None
     elif connection.vendor != "sqlite":
         return 0, None
     else:
