@@ -12,18 +12,15 @@ from django.db import connection
 
 from sessions_app.models import SearchChunk, SearchText
 from sessions_app.models_search import CHUNK_STEP, SearchChunkWaiting
-from sessions_app.selectors.search import SearchQuery, search
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.searching import search_refresh, words_waiting
 from sessions_app.services.searching.pieces_filling import pieces_round
 
-from .factories import assistant_record, jsonl, user_record
+from .test_search_words import SID, _found, _session_file
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="PostgreSQL's pieces only (SQLite: test_search_words)"
 )
-
-SID = "6e8f4b21-9d3f-4c7b-8a52-1f3e4d5c6b7a"
 
 
 @pytest.fixture
@@ -33,20 +30,6 @@ def pieces_behind(settings):
     settings.SEARCH_WORDS_BEHIND = True
     yield
     fillers_stop()  # its connection closed: the test database can be dropped
-
-
-def _session_file(tmp_path: Path, words: str) -> tuple[Path, Path]:
-    root = tmp_path / "projects"
-    path = root / "-home-dev-pieces" / f"{SID}.jsonl"
-    path.parent.mkdir(parents=True)
-    prompt = user_record(f"please look at {words}", sid=SID)
-    reply = assistant_record(f"looked at {words}", sid=SID, parent=prompt["uuid"])
-    path.write_bytes(jsonl([prompt, reply]))
-    return root, path
-
-
-def _found(term: str) -> set[str]:
-    return {str(g.session.session_id) for g in search(SearchQuery(term)).groups}
 
 
 def _pieces_whole() -> None:
