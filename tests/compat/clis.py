@@ -318,7 +318,10 @@ def qwen_env(home: Path, fm: FakeModel) -> dict[str, str]:
 
 
 def _write_qwen_settings(home: Path) -> None:
-    """Turn off Qwen Code's usage statistics, telemetry and update checks."""
+    """Turn off Qwen Code's usage statistics, telemetry and update checks; run its shell
+    tool on pipes, not a pseudo-terminal: node-pty may report a fast command's exit
+    before its last output is read (once, in CI, `echo hi` gave "Output: (empty)"), and
+    with pipes the tool waits for the output to end. The session file is the same."""
     settings = home / ".qwen" / "settings.json"
     if settings.exists():
         return
@@ -329,6 +332,7 @@ def _write_qwen_settings(home: Path) -> None:
                 "privacy": {"usageStatisticsEnabled": False},
                 "telemetry": {"enabled": False},
                 "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+                "tools": {"shell": {"enableInteractiveShell": False}},
             },
             indent=2,
         )
