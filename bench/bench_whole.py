@@ -16,8 +16,14 @@ bench/corpus.py) laid out in a temporary home as the CLIs lay it out
 Every figure is printed with the baseline of the same run, because absolute times on a
 shared machine are noise.
 
+The interpreter matters: CPython built without profile-guided optimisation (pyenv's
+default) runs the import's Python about twice as slowly as a distribution's or
+python.org's build. Each interpreter is named with whether it was built with
+`--enable-optimizations`; `--python PATH` (again for more) times the same command with
+another interpreter whose environment has branchboard installed, in the same run.
+
     .venv/bin/python bench/bench_whole.py [--size-mb 99] [--repeat 3] [--postgres]
-        [--agentsview PATH] [--no-first-page] [--tmpdir /tmp] [--keep]
+        [--agentsview PATH] [--python PATH] [--no-first-page] [--tmpdir /tmp] [--keep]
 """
 
 from __future__ import annotations
@@ -92,24 +98,39 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float,
     return seconds, usage.ru_maxrss / 1024, out.decode(errors="replace")
 
 
+def interpreter(python: str) -> str:
+    """`python`'s version, and whether it was built with profile-guided optimisation."""
+    code = (
+        "import sys, sysconfig; opts = sysconfig.get_config_var('CONFIG_ARGS') or ''; "
+        "print(sys.version.split()[0], '--enable-optimizations' in opts)"
+    )
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    version, optimised = done.stdout.split()
+    return f"Python {version}, {'built with' if optimised == 'True' else 'without'} PGO"
+
+
 def branchboard_import(
-    home: Path, tmp: Path, backend: str, n: int, *, archive: bool = True
+    home: Path,
+    tmp: Path,
+    backend: str,
+    n: int,
+    *,
+    archive: bool = True,
+    python: str = sys.executable,
 ) -> tuple[float, float, str, int]:
     """The whole command on a fresh database: (seconds, peak MB, output, archive bytes)."""
-    data = tmp / f"bb-data-{backend}-{n}-{int(archive)}"
+    data = tmp / f"bb-data-{backend}-{n}-{int(archive)}-{abs(hash(python))}"
     data.mkdir(mode=0o700)
     with fresh_database(backend, data, PG_URL, PG_BENCH_DB) as env:
         env["HOME"] = str(home)
         env["BRANCHBOARD_ARCHIVE"] = "1" if archive else "0"
         env.pop("BRANCHBOARD_ROOTS", None)
         # Migrations are the same for any corpus: made first, outside the timed command.
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "-v", "0"], env=env, cwd=ROOT, check=True
-        )
-        cmd = [sys.executable, "manage.py", "import_sessions", "--no-progress"]
+        subprocess.run([python, "manage.py", "migrate", "-v", "0"], env=env, cwd=ROOT, check=True)
+        cmd = [python, "manage.py", "import_sessions", "--no-progress"]
         seconds, rss, out = timed(cmd, env, ROOT)
         size = _archive_bytes(env)
-        if backend == "sqlite" and archive and n == 0:
+        if backend == "sqlite" and archive and n == 0 and python == sys.executable:
             FLOOR.update(fts_floor(data / "branchboard.sqlite3", tmp))
     shutil.rmtree(data, ignore_errors=True)
     return seconds, rss, out, size
@@ -281,6 +302,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--postgres", action="store_true", help="also import into PostgreSQL")
     parser.add_argument("--agentsview", default=_agentsview())
+    parser.add_argument(
+        "--python", action="append", default=[], help="another interpreter to time (its venv's)"
+    )
     parser.add_argument("--no-first-page", action="store_true")
     parser.add_argument("--tmpdir", default=None)
     parser.add_argument("--keep", action="store_true")
@@ -291,6 +315,14 @@ def main() -> None:
         home, files, written = make_home(tmp, args.size_mb)
         mb = written / MB
         print(f"corpus: {files} session files, {mb:.1f} MB (in {home})")
+        print(f"interpreter: {sys.executable} ({interpreter(sys.executable)})")
+        # Each named by its interpreter and the environment it runs in (`<venv>/bin/python`).
+        others = {
+            python: f"{interpreter(python)}, {Path(python).parent.parent.name}"
+            for python in args.python
+        }
+        for python, label in others.items():
+            print(f"also timed: {python} ({label})")
         base = min(baseline_seconds(home) for _ in range(2))
         print(f"baseline read + orjson.loads: {base:.2f} s ({mb / base:.0f} MB/s)")
 
@@ -306,6 +338,9 @@ def main() -> None:
                 _add(rows, f"branchboard import_sessions, {backend}", seconds, rss)
             seconds, rss, _, _ = branchboard_import(home, tmp, "sqlite", n, archive=False)
             _add(rows, "branchboard import_sessions, sqlite, archive off", seconds, rss)
+            for python, label in others.items():
+                seconds, rss, _, _ = branchboard_import(home, tmp, "sqlite", n, python=python)
+                _add(rows, f"  the same, sqlite, {label}", seconds, rss)
             if args.agentsview:
                 seconds, rss, out = agentsview_sync(args.agentsview, home, tmp, n)
                 if n == 0:
@@ -343,6 +378,9 @@ def main() -> None:
                     f"whole import vs agentsview ({backend}): {peer / ours:.2f}x as fast "
                     f"(target >= 1, goal 2)"
                 )
+            for label in others.values():
+                ours = medians[f"  the same, sqlite, {label}"]
+                print(f"whole import vs agentsview (sqlite, {label}): {peer / ours:.2f}x as fast")
         if FLOOR:
             print(
                 f"floor: a bare FTS5 trigram index of the same {FLOOR['text_mb']:.1f} MB of "
