@@ -104,7 +104,10 @@ def interpreter(python: str) -> str:
         "import sys, sysconfig; opts = sysconfig.get_config_var('CONFIG_ARGS') or ''; "
         "print(sys.version.split()[0], '--enable-optimizations' in opts)"
     )
-    done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    try:
+        done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise SystemExit(f"--python {python}: not a Python that runs ({exc})") from exc
     version, optimised = done.stdout.split()
     return f"Python {version}, {'built with' if optimised == 'True' else 'without'} PGO"
 
