@@ -20,7 +20,6 @@ from .selectors.worktrees import file_backups_kept, worktree_possible
 from .services.branching import branching_refusal
 from .services.runs import run_refresh
 from .transcript import PAGE_LIMITS, Page, build_page
-from .usage_charts import turn_chart
 from .views import LEAF_RE, HtmxHttpRequest, bounded_int, session_or_404
 
 
@@ -91,7 +90,6 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
     else:
         context["children"] = session.children.order_by("id")
         context["usage_total"], context["usage_models"] = session_usage(session)
-        context["usage_turns"] = turn_chart(session)
         context["undo_available"] = selectors.undo_available(session)
         context["rewind_undone"] = selectors.rewind_undone(session)
         context["edit_prompt"] = selectors.edit_prompt(session)

@@ -31,6 +31,11 @@ urlpatterns = [
         usage_pages.session_usage_csv,
         name="session_usage_csv",
     ),
+    path(
+        "sessions/<sref:session_id>/usage-turns/",
+        usage_pages.session_usage_turns,
+        name="session_usage_turns",
+    ),
     path("sessions/<sref:session_id>/", transcript_pages.session_detail, name="session_detail"),
     path(
         "sessions/<sref:session_id>/records/<int:line>/output/",

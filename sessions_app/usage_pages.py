@@ -18,7 +18,7 @@ from django.views.decorators.http import require_safe
 from .formats import REGISTRY
 from .models import Project
 from .rendering.charts import Bar, horizontal_bars
-from .selectors.session_usage import session_usage_parts
+from .selectors.session_usage import session_usage, session_usage_parts
 from .selectors.usage import (
     Totals,
     usage_by_day,
@@ -28,7 +28,7 @@ from .selectors.usage import (
 from .services.archive import archive_enabled, archive_size
 from .templatetags.numbers import usd
 from .templatetags.project_labels import label_twins, project_label
-from .usage_charts import usage_context
+from .usage_charts import turn_chart, usage_context
 from .views import session_or_404
 
 COLUMNS = (
@@ -211,3 +211,13 @@ def session_usage_csv(request: HttpRequest, session_id: uuid.UUID) -> HttpRespon
         for p in session_usage_parts(session)
     )
     return _csv(f"usage-{session.session_id}.csv", ["part", "turn", *COLUMNS], rows)
+
+
+@require_safe
+def session_usage_turns(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """`/sessions/<id>/usage-turns/`: the transcript's "Usage per turn" panel, its chart and
+    a row per turn, fetched when the panel is opened (not on every page of the session)."""
+    session = session_or_404(session_id)
+    _total, models = session_usage(session)
+    context = {"session": session, "usage_turns": turn_chart(session), "usage_models": models}
+    return render(request, "sessions_app/transcript.html#usage-turns", context)

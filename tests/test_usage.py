@@ -220,7 +220,8 @@ def test_the_pages_show_charts_with_their_numbers_and_csv(tmp_path: Path, client
     assert 'id="usage-panel"' in page
     page = client.get(f"/sessions/{session.session_id}/").content.decode()
     assert 'id="usage-turns"' in page and 'id="session-usage"' in page
-    assert page.count('href="?after=') >= 2
+    panel = client.get(f"/sessions/{session.session_id}/usage-turns/").content.decode()
+    assert panel.count('href="?after=') >= 2 and "<svg" in panel
     page = client.get("/usage/").content.decode()
     assert 'id="usage-projects"' in page and "/work/demo" in page
     csv = b"".join(client.get("/usage.csv", {"by": "day"}).streaming_content).decode()

@@ -77,6 +77,9 @@ def test_chart_labels_are_readable_on_a_390_px_phone(
         page.goto(live_server.url + url)
         if url.startswith("/sessions/"):
             page.locator("#usage-turns summary").click()
+            # Its chart and rows are fetched when it is opened.
+            page.locator("#usage-turns .chart-box").wait_for()
+            expect(page.locator("#usage-turns tbody tr").first).to_be_attached()
         sizes = _rendered_font_sizes(page, "svg.chart .tick")
         assert sizes, url
         assert min(sizes) >= 10, (url, min(sizes))

@@ -1,0 +1,52 @@
+"""The transcript's "Usage per turn" panel: its rows come when it is opened, so a page of a
+long session is no heavier than a page of a short one (bench_pages: a 5,000-turn
+session's first paint was 993 KB and 366 ms, 94% of it this table, on every page)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from .test_usage import imported, session_with
+
+pytestmark = pytest.mark.django_db
+
+
+def _rows(html: str) -> int:
+    return len(re.findall(r'<tr><td><a href="\?after=\d+#turn-\d+">', html))
+
+
+def test_a_long_sessions_page_is_no_heavier_than_a_short_ones(
+    tmp_path: Path, client: Client
+) -> None:
+    short = imported(tmp_path, session_with(tmp_path, [(f"short {n}", [10]) for n in range(20)]))
+    long = imported(tmp_path, session_with(tmp_path, [(f"long {n}", [10]) for n in range(600)]))
+    pages = {}
+    for session in (short, long):
+        page = client.get(f"/sessions/{session.session_id}/").content.decode()
+        assert 'id="usage-turns"' in page and "Usage per turn" in page
+        assert _rows(page) == 0  # the rows come when the panel is opened
+        url = f"/sessions/{session.session_id}/usage-turns/"
+        assert f'hx-get="{url}"' in page
+        pages[session.turn_count] = len(page)
+    # The same page size within a few bytes per prompt: nothing per turn of the session.
+    assert pages[600] < pages[20] * 1.2, pages
+
+    panel = client.get(f"/sessions/{long.session_id}/usage-turns/", headers={"HX-Request": "true"})
+    assert panel.status_code == 200
+    body = panel.content.decode()
+    assert _rows(body) == 600 and "<svg" in body and "<html" not in body
+    assert 'href="?after=599#turn-600"' in body
+
+
+def test_the_panel_of_an_unknown_session_is_404_and_it_only_answers_reads(
+    tmp_path: Path, client: Client
+) -> None:
+    session = imported(tmp_path, session_with(tmp_path, [("hello", [10])]))
+    missing = client.get("/sessions/00000000-0000-4000-8000-000000000000/usage-turns/")
+    assert missing.status_code == 404
+    assert client.post(f"/sessions/{session.session_id}/usage-turns/").status_code == 405
+    assert _rows(client.get(f"/sessions/{session.session_id}/usage-turns/").content.decode()) == 1
