@@ -7,8 +7,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import orjson
 import pytest
 from django.test import Client
+
+from sessions_app.models import Usage
+from sessions_app.pricing import LONG_CONTEXT
+from sessions_app.selectors.session_usage import session_usage
+from sessions_app.selectors.usage import Totals
 
 from .test_usage import imported, session_with
 
@@ -50,3 +56,33 @@ def test_the_panel_of_an_unknown_session_is_404_and_it_only_answers_reads(
     assert missing.status_code == 404
     assert client.post(f"/sessions/{session.session_id}/usage-turns/").status_code == 405
     assert _rows(client.get(f"/sessions/{session.session_id}/usage-turns/").content.decode()) == 1
+
+
+def test_session_totals_summed_per_model_and_day_equal_one_price_per_message(
+    tmp_path: Path,
+) -> None:
+    """The header's totals price messages summed per model, day and tier: the same cost,
+    to the last digit, as pricing each message, odd messages included."""
+    path = session_with(tmp_path, [(f"turn {n}", [10 + n]) for n in range(6)])
+    lines = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    replies = [r for r in lines if r["type"] == "assistant"]
+    replies[1]["timestamp"] = "2026-03-02T10:00:00.000Z"  # another day
+    replies[2]["message"]["model"] = "claude-opus-4-1-20250805"  # another model
+    replies[3]["message"]["usage"]["cache_creation"] = {"ephemeral_1h_input_tokens": 5000}
+    replies[4]["message"]["usage"]["cache_read_input_tokens"] = LONG_CONTEXT + 1  # long tier
+    replies[5]["message"]["model"] = "no-such-model-9"  # no price
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in lines))
+    session = imported(tmp_path, path)
+
+    total, per_model = session_usage(session)
+    want, want_models = Totals(), dict[str, Totals]()
+    for row in Usage.objects.filter(session=session):
+        counts = (
+            row.input_tokens, row.output_tokens, row.cache_write_tokens,
+            row.cache_read_tokens, row.cache_write_1h_tokens, 1,
+        )  # fmt: skip
+        long = row.input_tokens + row.cache_write_tokens + row.cache_read_tokens > LONG_CONTEXT
+        for into in (want, want_models.setdefault(row.model, Totals())):
+            into.add(row.model, row.at.date(), long, counts)
+    assert want.messages == 6 and want.unpriced and len(want_models) == 3
+    assert total == want and per_model == want_models

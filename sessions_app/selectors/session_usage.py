@@ -7,6 +7,7 @@ totals and prices are `selectors.usage`'s.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 
@@ -24,10 +25,31 @@ def session_usage(session: Session) -> tuple[Totals, dict[str, Totals]]:
     """The whole session (its file, copied messages too, and its subagents' files), each
     message once, in total and per model."""
     total, per_model = Totals(), dict[str, Totals]()
-    for message in _whole_session(session, labels=False).values():
-        total.add(*message.priced)
-        per_model.setdefault(message.model, Totals()).add(*message.priced)
+    for priced in _summed(_whole_session(session, labels=False).values()):
+        total.add(*priced)
+        per_model.setdefault(priced[0], Totals()).add(*priced)
     return total, per_model
+
+
+def _summed(messages: Iterable[_Message]) -> list[tuple[str, date | None, bool, tuple[int, ...]]]:
+    """`Totals.add`'s arguments for these messages, summed per model, day and price tier:
+    the same totals and cost as one call per message (a cost is linear in the counts), in
+    calls as many as the session's models and days, not its messages. A message whose
+    hour-long cache writes exceed its cache writes (the cost takes the smaller) goes alone."""
+    sums: dict[tuple[str, date | None, bool], list[int]] = {}
+    alone = []
+    for message in messages:
+        model, day, long, counts = priced = message.priced
+        if counts[4] > counts[2]:
+            alone.append(priced)
+            continue
+        into = sums.get((model, day, long))
+        if into is None:
+            sums[model, day, long] = list(counts)
+        else:
+            for k, value in enumerate(counts):
+                into[k] += value
+    return [(*key, tuple(counts)) for key, counts in sums.items()] + alone
 
 
 @dataclass
