@@ -25,10 +25,25 @@ def session_usage(session: Session) -> tuple[Totals, dict[str, Totals]]:
     """The whole session (its file, copied messages too, and its subagents' files), each
     message once, in total and per model."""
     total, per_model = Totals(), dict[str, Totals]()
-    for priced in _summed(_whole_session(session, labels=False).values()):
+    for priced in _session_sums(session):
         total.add(*priced)
         per_model.setdefault(priced[0], Totals()).add(*priced)
     return total, per_model
+
+
+def _session_sums(session: Session) -> list[tuple[str, date | None, bool, tuple[int, ...]]]:
+    """`Totals.add`'s arguments for the whole session, summed per model, day and tier.
+
+    A file's messages have one key each: without subagents, one `GROUP BY` of its rows
+    (and of whether a message's hour-long cache writes exceed its cache writes, so that
+    the cost's `min` of the two stays exact). With subagents, each message once by key.
+    """
+    subs = Session.objects.filter(is_subagent=True, owner_session_id=session.session_id)
+    if subs.exists():
+        return _summed(_whole_session(session, labels=False).values())
+    odd = "u.cache_write_1h_tokens > u.cache_write_tokens"
+    rows = grouped_usage(odd, "", "u.session_id = %s", [session.pk])
+    return [(model, day, long, counts) for _odd, model, day, long, counts in rows]
 
 
 def _summed(messages: Iterable[_Message]) -> list[tuple[str, date | None, bool, tuple[int, ...]]]:
