@@ -47,24 +47,16 @@ def _session_sums(session: Session) -> list[tuple[str, date | None, bool, tuple[
 
 
 def _summed(messages: Iterable[_Message]) -> list[tuple[str, date | None, bool, tuple[int, ...]]]:
-    """`Totals.add`'s arguments for these messages, summed per model, day and price tier:
-    the same totals and cost as one call per message (a cost is linear in the counts), in
-    calls as many as the session's models and days, not its messages. A message whose
-    hour-long cache writes exceed its cache writes (the cost takes the smaller) goes alone."""
-    sums: dict[tuple[str, date | None, bool], list[int]] = {}
-    alone = []
+    """`Totals.add`'s arguments for these messages, summed as `_session_sums`'s `GROUP BY`
+    sums rows: per model, day, price tier, and whether the hour-long cache writes exceed
+    the cache writes (so that the cost's `min` of the two stays exact)."""
+    sums: dict[tuple[str, date | None, bool, bool], list[int]] = {}
     for message in messages:
-        model, day, long, counts = priced = message.priced
-        if counts[4] > counts[2]:
-            alone.append(priced)
-            continue
-        into = sums.get((model, day, long))
-        if into is None:
-            sums[model, day, long] = list(counts)
-        else:
-            for k, value in enumerate(counts):
-                into[k] += value
-    return [(*key, tuple(counts)) for key, counts in sums.items()] + alone
+        model, day, long, counts = message.priced
+        into = sums.setdefault((model, day, long, counts[4] > counts[2]), [0] * len(counts))
+        for k, value in enumerate(counts):
+            into[k] += value
+    return [(model, day, long, tuple(c)) for (model, day, long, _odd), c in sums.items()]
 
 
 @dataclass
