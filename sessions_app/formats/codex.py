@@ -17,6 +17,7 @@ lines by their order and turns a rollback event into an abandoned branch.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from . import (
@@ -35,7 +36,7 @@ from . import (
 )
 from .agent import LAST_RECORD, Agent, AssistantPart, PrefixFork, ToolOutcome
 from .codex_order import LineChain
-from .codex_tools import call_part, outcome_of
+from .codex_tools import call_part, data_image, outcome_of
 from .codex_usage import CodexUsage, codex_usage
 from .codex_writing import (
     TURN_OPENING,
@@ -60,6 +61,7 @@ INJECTED_PREFIXES = (
     "# AGENTS.md instructions",
     "<INSTRUCTIONS>",
 )
+IMAGE_TAG_RE = re.compile(r"\A\s*</?image\b[^>\n]{0,200}>\s*\Z")
 RESPONSE_TYPES = frozenset(
     {
         "message",
@@ -102,7 +104,15 @@ def message_text(message: Any) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    texts = [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    texts = [
+        b["text"]
+        for b in content
+        if isinstance(b, dict)
+        and isinstance(b.get("text"), str)
+        # The `<image>`/`</image>` parts around a pasted image frame it for the model: the
+        # page draws the image itself.
+        and not IMAGE_TAG_RE.match(b["text"])
+    ]
     return "\n".join(texts)
 
 
@@ -220,11 +230,7 @@ def content_blocks(data: dict[str, Any]) -> list[dict]:
 
 def image_of(block: dict[str, Any]) -> tuple[str, str] | None:
     """(media type, base64 data) of an `input_image` block holding a data URL."""
-    url = block.get("image_url") if block.get("type") == "input_image" else None
-    if isinstance(url, str) and url.startswith("data:") and ";base64," in url[:100]:
-        head, _, payload = url.partition(";base64,")
-        return head.removeprefix("data:"), payload
-    return None
+    return data_image(block)
 
 
 def assistant_parts(data: dict[str, Any]) -> list[AssistantPart]:
@@ -241,9 +247,19 @@ def assistant_parts(data: dict[str, Any]) -> list[AssistantPart]:
             for s in (summary if isinstance(summary, list) else [])
             if isinstance(s, dict) and isinstance(s.get("text"), str)
         ]
+        if not texts:
+            # Plain reasoning (`reasoning_text` parts, no summary): the words themselves.
+            content = item.get("content")
+            texts = [
+                c["text"]
+                for c in (content if isinstance(content, list) else [])
+                if isinstance(c, dict) and isinstance(c.get("text"), str)
+            ]
         if texts:
             return [AssistantPart("thinking", "\n\n".join(texts))]
-        return [AssistantPart("thinking", "(hidden: the reasoning is encrypted)")]
+        if item.get("encrypted_content"):
+            return [AssistantPart("thinking", "(hidden: the reasoning is encrypted)")]
+        return []
     part = call_part(item)
     return [part] if part is not None else []
 

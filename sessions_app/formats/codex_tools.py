@@ -77,6 +77,15 @@ def _action(item: dict[str, Any]) -> dict[str, Any]:
     return action if isinstance(action, dict) else {}
 
 
+def data_image(block: dict[str, Any]) -> tuple[str, str] | None:
+    """(media type, base64 data) of an `input_image` block holding a data URL."""
+    url = block.get("image_url") if block.get("type") == "input_image" else None
+    if isinstance(url, str) and url.startswith("data:") and ";base64," in url[:100]:
+        head, _, payload = url.partition(";base64,")
+        return head.removeprefix("data:"), payload
+    return None
+
+
 def call_part(item: dict[str, Any]) -> AssistantPart | None:
     """The tool call a response item makes, shaped for the page; None when it is none."""
     item_type = item.get("type")
@@ -127,6 +136,16 @@ def outcome_of(item: dict[str, Any]) -> ToolOutcome | None:
         # Some releases write {content, success} unencoded.
         text = str(output.get("content") or "")
         return ToolOutcome(call_id, text, output.get("success") is False)
+    if isinstance(output, list):
+        # 0.144-0.146 `exec`: a list of content items ({type: "input_text", text}, images).
+        texts = [
+            p["text"] for p in output if isinstance(p, dict) and isinstance(p.get("text"), str)
+        ]
+        text = "".join(texts)
+        found = EXIT_RE.search(text[:500])
+        exit_code = found.group(1) if found else None
+        images = tuple(i for p in output if isinstance(p, dict) and (i := data_image(p)))
+        return ToolOutcome(call_id, text, exit_code not in (None, "0"), images, exit=exit_code)
     text = output if isinstance(output, str) else ""
     if text.startswith("{"):
         try:

@@ -263,12 +263,18 @@ def numbered_images(
     line: int, data: Any, agent: Agent, pairs: list[tuple[str, str]] | tuple[tuple[str, str], ...]
 ) -> list[Image]:
     """The images of `pairs` a page may show, each with its place among the record's images."""
-    numbers = {id(payload): n for n, (_, payload) in enumerate(record_images(data, agent))}
+    # Matched by value, not identity: a reader may cut the data out of a data URL anew on
+    # each call (Codex), so the same image is a different string each time. The same image
+    # twice in a record takes the numbers in order.
+    numbers: dict[str, list[int]] = {}
+    for n, (_, payload) in enumerate(record_images(data, agent)):
+        numbers.setdefault(payload, []).append(n)
     images = []
     for media, payload in pairs:
         image = image_of(media, payload)
-        if image is not None and id(payload) in numbers:
-            image.line, image.number = line, numbers[id(payload)]
+        free = numbers.get(payload) if image is not None else None
+        if image is not None and free:
+            image.line, image.number = line, free.pop(0)
             images.append(image)
     return images
 
