@@ -181,6 +181,10 @@ def _call_markdown(call: ToolCall) -> Iterator[str]:
     elif call.edit:
         path, old, new = call.edit
         yield f"{_fenced(diff_text(path, old, new), 'diff')}\n\n"
+    elif call.patch:
+        yield f"{_fenced(call.patch, 'diff')}\n\n"
+    elif call.code is not None:
+        yield f"{_fenced(call.code, call.code_language)}\n\n"
     if call.result:
         body, reminders = split_reminders(call.result)
         yield f"{_fenced(body)}\n\n"

@@ -95,7 +95,7 @@ def test_a_patch_is_one_diff_per_file_each_hunk_numbered_from_its_own_start() ->
 
     shown = str(patch_html(patch))
 
-    tables = re.findall(r'<table class="diff">.*?</table>', shown, re.S)
+    tables = re.findall(r'<table class="diff"[^>]*>.*?</table>', shown, re.S)
     assert [re.search(r"<caption>(.*?)</caption>", t).group(1) for t in tables] == [
         "a.py (changed)",
         "b.md (new file)",

@@ -22,6 +22,8 @@ WRITE_TOOLS = ("Write", "write_file")
 READ_TOOLS = ("Read", "read_file")
 # Tools that run a subagent: their result is the subagent's report, written in Markdown.
 SUBAGENT_TOOLS = ("Task", "Agent", "task")
+# Custom tools whose free-form input is a script, by the language it is written in.
+CODE_TOOLS = {"exec": "javascript", "js": "javascript", "python": "python"}
 TODO_STATUSES = {"pending": "pending", "in_progress": "in progress", "completed": "done"}
 
 
@@ -92,6 +94,8 @@ class ToolCall:
     exit: str | None = None  # how a shell command ended ("0", "2", "interrupted")
     subagent: list[Turn] | None = None  # the subagent's turns, nested (exports only)
     task_prompt: str | None = None  # the prompt a subagent was started with, as shown
+    patch: str | None = None  # an `apply_patch` patch, as shown: one diff per file
+    code: str | None = None  # a custom tool's free-form input (Codex `exec`'s script)
 
     @property
     def task_kind(self) -> str:
@@ -152,6 +156,11 @@ class ToolCall:
         todos = self.todos or []
         done = sum(1 for status, _, _ in todos if status == "completed")
         return f"{len(todos)} task{'s' if len(todos) != 1 else ''}, {done} done"
+
+    @property
+    def code_language(self) -> str:
+        """The language of a custom tool's script, for highlighting ("" when unknown)."""
+        return CODE_TOOLS.get(self.name, "")
 
     @property
     def is_report(self) -> bool:
