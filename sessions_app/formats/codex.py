@@ -35,6 +35,7 @@ from . import (
     ParsedRecord,
 )
 from .agent import LAST_RECORD, Agent, AssistantPart, PrefixFork, ToolOutcome
+from .codex_context import context_of
 from .codex_order import LineChain
 from .codex_tools import call_part, data_image, outcome_of
 from .codex_usage import CodexUsage, codex_usage
@@ -210,7 +211,12 @@ def record_text(data: dict[str, Any]) -> str:
     kind, payload = payload_of(data)
     if kind == "compacted":
         message = payload.get("message")
-        return message if isinstance(message, str) else ""
+        if isinstance(message, str) and message.strip():
+            return message
+        # Remote compaction (every public `compacted` line): `message` is "" and the
+        # summary is an encrypted item only the model can read; say so, not nothing.
+        said = compaction_of(data)
+        return f"({said[:1].upper()}{said[1:]}: Codex keeps it for the model alone.)"
     if kind == "event_msg" and payload.get("type") == "turn_aborted":
         reason = payload.get("reason")
         return f"Turn aborted ({reason})" if isinstance(reason, str) else "Turn aborted"
@@ -271,9 +277,33 @@ def tool_results(data: dict[str, Any]) -> list[ToolOutcome]:
     return [outcome] if outcome is not None else []
 
 
+def injected_context(data: dict[str, Any]) -> tuple[str, str] | None:
+    """(what it is, what it says) of a message Codex wrote for the model, not a prompt."""
+    _, item = payload_of(data)
+    if item.get("type") != "message" or item.get("role") not in ("user", "developer"):
+        return None
+    text = message_text(item)
+    role = str(item.get("role"))
+    if not text.strip() or (role == "user" and not is_injected(text) and "<" not in text[:3]):
+        return None
+    return context_of(text, role)
+
+
 def compaction_of(data: dict[str, Any]) -> str:
-    """What a compaction item says: its summary is encrypted for the model alone."""
-    return "compacted (the summary is encrypted)"
+    """What a compaction says of its summary: encrypted for the model alone, or nothing
+    when the `compacted` line holds the summary as text."""
+    kind, payload = payload_of(data)
+    if kind != "compacted":
+        return "the summary is encrypted"  # a `compaction` item: encrypted_content only
+    message = payload.get("message")
+    if isinstance(message, str) and message.strip():
+        return ""
+    history = payload.get("replacement_history")
+    encrypted = any(
+        isinstance(item, dict) and item.get("encrypted_content")
+        for item in (history if isinstance(history, list) else [])[-50:]
+    )
+    return "the summary is encrypted" if encrypted else "no summary was written"
 
 
 AGENT: Agent = Agent(
@@ -311,4 +341,5 @@ AGENT: Agent = Agent(
     run_args=codex_run_args,
     resume_word="resume",
     can_rewind=True,  # as Claude's: see services/branching/rewinding_prefix
+    context_of=injected_context,
 )

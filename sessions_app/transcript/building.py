@@ -175,6 +175,10 @@ class _Builder:
             self._result(rec, index, value, limits)
         elif kind in ("summary", "boundary"):
             self._text_item(rec, index, kind, value, limits.message, markdown=True)
+        elif kind == "context":
+            label, body = value
+            self._text_item(rec, index, kind, body, limits.note)
+            turn.items[-1].label = label
         elif kind == "note" and not turn.items and is_command(turn.prompt):
             # What a slash command expanded to, sent in the person's name: kept closed.
             self._text_item(rec, index, "expansion", value, limits.message, markdown=True)

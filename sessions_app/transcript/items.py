@@ -181,7 +181,8 @@ class ToolCall:
 class Item:
     """One thing shown inside a turn."""
 
-    kind: str  # prompt (show all only), text, thinking, tool, note, boundary, summary, record
+    # prompt (show all only), text, thinking, tool, note, context, boundary, summary, record
+    kind: str
     line: int
     text: str = ""
     tool: ToolCall | None = None
@@ -189,6 +190,7 @@ class Item:
     images: list[Image] = field(default_factory=list)
     index: int = 0  # of the item within its record
     cut: Cut | None = None
+    label: str = ""  # what a "context" item is, in words
 
     @property
     def place(self) -> str:
