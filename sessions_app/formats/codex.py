@@ -62,6 +62,7 @@ INJECTED_PREFIXES = (
     "# AGENTS.md instructions",
     "<INSTRUCTIONS>",
 )
+ENV_CWD_RE = re.compile(r"<cwd>([^<\n]+)</cwd>")
 IMAGE_TAG_RE = re.compile(r"\A\s*</?image\b[^>\n]{0,200}>\s*\Z")
 RESPONSE_TYPES = frozenset(
     {
@@ -166,6 +167,11 @@ def _response_item(record: ParsedRecord, item: dict[str, Any]) -> None:
             record.text = clip(text)
         else:
             record.kind = USER_OTHER  # injected context, developer or system text
+            if role == "user" and text.lstrip().startswith("<environment_context>"):
+                # Before the envelope (Aug 2025) no line but this one names the cwd.
+                found = ENV_CWD_RE.search(text[:8192])
+                if found and len(found.group(1).strip()) <= 4096:
+                    record.cwd = found.group(1).strip()
     elif item_type in ASSISTANT_ITEMS:
         record.kind = ASSISTANT
     elif item_type in ("function_call_output", "custom_tool_call_output"):

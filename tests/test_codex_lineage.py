@@ -1,0 +1,43 @@
+"""Codex sessions from the wild in their right projects and lineage (issue 42, item 10)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sessions_app.models import Session
+from sessions_app.services.importing import sessions_import
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "codex_items" / "sessions"
+PRE_ENVELOPE = "5e1f0c2a-4b7d-4c3e-9f10-2a3b4c5d6e7f"
+WINDOWS = ("0199867a-1111-7222-8333-000000000001", "0199867a-1111-7222-8333-000000000002")
+
+
+@pytest.fixture
+def root(tmp_path: Path, settings) -> Path:
+    root = tmp_path / "sessions"
+    shutil.copytree(FIXTURES, root)
+    settings.SESSION_ROOTS = [root]
+    sessions_import(roots=[root])
+    return root
+
+
+def test_a_pre_envelope_session_takes_its_project_from_its_environment_context(
+    root: Path,
+) -> None:
+    session = Session.objects.get(session_id=PRE_ENVELOPE)
+
+    assert session.cwd == "/workspaces/preenvelope_demo"
+    assert session.project.path == "/workspaces/preenvelope_demo"
+    assert "unknown" not in session.project.folder
+    assert session.turn_count == 1
+
+
+def test_a_windows_drive_letter_in_either_case_is_one_project(root: Path) -> None:
+    projects = {Session.objects.get(session_id=sid).project_id for sid in WINDOWS}
+
+    assert len(projects) == 1
