@@ -9,6 +9,7 @@ import pytest
 
 from sessions_app.models import Session
 from sessions_app.services.importing import sessions_import
+from sessions_app.splits import split_label
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,3 +42,27 @@ def test_a_windows_drive_letter_in_either_case_is_one_project(root: Path) -> Non
     projects = {Session.objects.get(session_id=sid).project_id for sid in WINDOWS}
 
     assert len(projects) == 1
+
+
+PARENT = "019a57b1-0000-7000-8000-000000000001"
+BACKTRACK = "019a58d2-0000-7000-8000-000000000002"
+SPAWNED = "019e1c6f-0000-7000-8000-000000000003"
+
+
+def test_a_backtrack_fork_is_linked_to_its_parent_where_it_split(root: Path) -> None:
+    # The import reads the newest files first: the children before their parent, so this
+    # is the link made once the parent is in.
+    fork = Session.objects.get(session_id=BACKTRACK)
+
+    assert fork.parent is not None and str(fork.parent.session_id) == PARENT
+    assert fork.turn_count == 3
+    assert split_label(fork) == "after turn 2"
+
+
+def test_a_sub_agent_forked_with_its_parents_history_splits_after_those_turns(
+    root: Path,
+) -> None:
+    spawned = Session.objects.get(session_id=SPAWNED)
+
+    assert spawned.parent is not None and str(spawned.parent.session_id) == PARENT
+    assert split_label(spawned) == "after turn 3"
