@@ -66,3 +66,26 @@ def test_a_sub_agent_forked_with_its_parents_history_splits_after_those_turns(
 
     assert spawned.parent is not None and str(spawned.parent.session_id) == PARENT
     assert split_label(spawned) == "after turn 3"
+
+
+def test_codex_branches_are_titled_branch_n_like_the_other_agents(root: Path) -> None:
+    from sessions_app.services.branching import session_fork
+
+    source = Session.objects.get(session_id=PARENT)
+
+    first = session_fork(session=source, turn=2, include_turn=True)
+    second = session_fork(session=source, turn=None, include_turn=True)
+    named = session_fork(session=source, turn=1, include_turn=True, title="my own name")
+
+    assert first.title == "lineage prompt one (Branch)"
+    assert second.title == "lineage prompt one (Branch 2)"
+    assert named.title == "my own name"
+    # Kept when the file is read again after `codex resume` appended to it.
+    with open(first.path, "ab") as f:
+        f.write(
+            b'{"timestamp":"2026-07-21T10:00:00.000Z","type":"response_item","payload":'
+            b'{"type":"message","role":"user","content":[{"type":"input_text","text":"more"}]}}\n'
+        )
+    sessions_import(roots=[root])
+    first.refresh_from_db()
+    assert first.turn_count == 3 and first.title == "lineage prompt one (Branch)"
