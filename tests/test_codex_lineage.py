@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 import shutil
 from pathlib import Path
 
@@ -89,3 +91,22 @@ def test_codex_branches_are_titled_branch_n_like_the_other_agents(root: Path) ->
     sessions_import(roots=[root])
     first.refresh_from_db()
     assert first.turn_count == 3 and first.title == "lineage prompt one (Branch)"
+
+
+def test_subagent_hits_are_grouped_under_a_real_title(tmp_path: Path, settings, client) -> None:
+    from sessions_app.services.searching import search_refresh
+
+    root = tmp_path / "projects"
+    shutil.copytree(Path(__file__).parent / "fixtures/cli/claude/-home-dev-code-agents", root / "p")
+    settings.SESSION_ROOTS = [root]
+    sessions_import(roots=[root])
+    search_refresh()
+    owner = Session.objects.get(
+        session_id="04fa9149-8141-4f34-8bc2-f6d11b8fa354", is_subagent=False
+    )
+
+    page = client.get("/search/", {"q": '"List files and report"'}).content.decode()
+
+    headings = re.findall(r'<section class="search-group">\s*<h2><a [^>]*>(.*?)</a>', page)
+    assert "(untitled)" not in headings
+    assert any(h.startswith("Subagent") and owner.title[:30] in html.unescape(h) for h in headings)
