@@ -144,7 +144,11 @@ def test_injected_context_is_folded_and_said_in_words(client, items_root: Path) 
     ):
         assert f"&lt;{tag}&gt;" not in page, tag
     context = re.findall(r'<details class="context[^"]*"[^>]*><summary>(.*?)</summary>', page)
-    assert "The model was switched: new instructions for it" in context
+    # One developer message of two parts: both said.
+    assert (
+        "The model was switched: new instructions for it; Collaboration mode for the model"
+        in context
+    )
     assert "Sandbox and approval rules for the model" in context
     assert "Collaboration mode for the model" in context
     assert "Sub-agent 019f5001-aaaa-7bbb-8ccc-9ddd0000eeee completed" in context

@@ -292,7 +292,17 @@ def injected_context(data: dict[str, Any]) -> tuple[str, str] | None:
     role = str(item.get("role"))
     if not text.strip() or (role == "user" and not is_injected(text) and "<" not in text[:3]):
         return None
-    return context_of(text, role)
+    # One message may hold several blocks, a part each (Codex Desktop sends sandbox rules,
+    # app context, collaboration mode, skills and plugins as one developer message).
+    parts = [
+        b for b in content_blocks(data) if isinstance(b.get("text"), str) and b["text"].strip()
+    ]
+    found = [context_of(b["text"], role) for b in parts] if len(parts) > 1 else []
+    if not found or any(f is None for f in found):
+        return context_of(text, role)
+    known = [f for f in found if f is not None]
+    label = "; ".join(dict.fromkeys(label for label, _ in known))
+    return label, "\n\n".join(f"[{label}]\n{body}" for label, body in known)
 
 
 def compaction_of(data: dict[str, Any]) -> str:

@@ -29,6 +29,7 @@ LABELS = {
     "apps_instructions": "Apps the model may use",
     "plugins_instructions": "Plugins the model may use",
     "recommended_plugins": "Plugins Codex recommended to the model",
+    "app-context": "What the Codex app told the model about itself",
     "turn_aborted": "Codex told the model the turn was interrupted",
     "user_shell_command": "A shell command the user ran, sent to the model",
 }
