@@ -168,7 +168,12 @@ def _turn_markdown(turn: Turn, heading: str) -> Iterator[str]:
             # Folded on the page: its words, and the start of what it says.
             said = item.text.strip()
             said = said if len(said) <= CONTEXT_CHARS else said[:CONTEXT_CHARS] + "…"
-            yield f"{_quote(f'{item.label}:')}\n>\n{_quote(said)}\n\n"
+            if said:
+                yield f"{_quote(f'{item.label}:')}\n>\n{_quote(said)}\n\n"
+            else:
+                yield f"{_quote(item.label)}\n\n"
+            for image in item.images:
+                yield f"{image_note(image)}\n\n"
         elif item.kind == "note":
             yield f"{_quote(chips_text(item.text).strip()[:2000])}\n\n"
         elif item.kind == "boundary":

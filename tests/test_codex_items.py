@@ -81,6 +81,13 @@ def test_a_pasted_image_is_drawn_and_its_tags_are_not_text(client, items_root: P
     assert "&lt;image&gt;" not in page and "&lt;/image&gt;" not in page
 
 
+def test_an_image_the_view_image_tool_showed_the_model_is_drawn(client, items_root: Path) -> None:
+    page = _page(client)
+
+    shown = re.search(r'<details class="context"[^>]*><summary>An image.*?</details>', page, re.S)
+    assert shown is not None and '<img class="inline-image"' in shown.group(0)
+
+
 # 7 -------------------------------------------------------------------------------------
 
 

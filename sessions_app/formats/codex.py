@@ -290,6 +290,9 @@ def injected_context(data: dict[str, Any]) -> tuple[str, str] | None:
         return None
     text = message_text(item)
     role = str(item.get("role"))
+    if not text.strip() and any(image_of(b) for b in content_blocks(data)):
+        # 0.5x `view_image`: the image alone, in the user's name, for the model to see.
+        return "An image Codex showed the model (view_image)", ""
     if not text.strip() or (role == "user" and not is_injected(text) and "<" not in text[:3]):
         return None
     # One message may hold several blocks, a part each (Codex Desktop sends sandbox rules,

@@ -178,7 +178,11 @@ class _Builder:
         elif kind == "context":
             label, body = value
             self._text_item(rec, index, kind, body, limits.note)
-            turn.items[-1].label = label
+            item = turn.items[-1]
+            item.label = label
+            item.images, hidden = self._images(images_of(rec.data, self.agent, rec.line))
+            if hidden:
+                item.cut = Cut.with_images(item.cut, item.text, hidden)
         elif kind == "note" and not turn.items and is_command(turn.prompt):
             # What a slash command expanded to, sent in the person's name: kept closed.
             self._text_item(rec, index, "expansion", value, limits.message, markdown=True)
