@@ -26,6 +26,7 @@ from .rendering import MARKDOWN_LIMIT, chips_text, split_reminders
 from .transcript import ToolCall, Turn, build_turns
 
 CHUNK_TURNS = 50
+CONTEXT_CHARS = 2000  # of context the CLI wrote for the model, in an export
 # Raw HTML on, as in most Markdown viewers: what this finds, they would render.
 _VIEWER = MarkdownIt("commonmark")
 # A code span: a run of backticks, then text (no blank line), then a run as long.
@@ -163,6 +164,16 @@ def _turn_markdown(turn: Turn, heading: str) -> Iterator[str]:
             yield f"**Assistant:**\n\n{_inert(item.text)}\n\n"
         elif item.kind == "tool" and item.tool:
             yield from _call_markdown(item.tool)
+        elif item.kind == "context":
+            # Folded on the page: its words, and the start of what it says.
+            said = item.text.strip()
+            said = said if len(said) <= CONTEXT_CHARS else said[:CONTEXT_CHARS] + "…"
+            if said:
+                yield f"{_quote(f'{item.label}:')}\n>\n{_quote(said)}\n\n"
+            else:
+                yield f"{_quote(item.label)}\n\n"
+            for image in item.images:
+                yield f"{image_note(image)}\n\n"
         elif item.kind == "note":
             yield f"{_quote(chips_text(item.text).strip()[:2000])}\n\n"
         elif item.kind == "boundary":
@@ -181,6 +192,10 @@ def _call_markdown(call: ToolCall) -> Iterator[str]:
     elif call.edit:
         path, old, new = call.edit
         yield f"{_fenced(diff_text(path, old, new), 'diff')}\n\n"
+    elif call.patch:
+        yield f"{_fenced(call.patch, 'diff')}\n\n"
+    elif call.code is not None:
+        yield f"{_fenced(call.code, call.code_language)}\n\n"
     if call.result:
         body, reminders = split_reminders(call.result)
         yield f"{_fenced(body)}\n\n"

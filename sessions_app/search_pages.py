@@ -17,7 +17,7 @@ from .formats import REGISTRY
 from .models import Project, Session
 from .selectors.family import AGENT_ID_RE, agent_id_of
 from .selectors.lists import hub_namespaces
-from .selectors.search import Hit, SearchQuery, SearchResults, search
+from .selectors.search import Hit, SearchQuery, SearchResults, SessionHits, search
 from .services.searching import words_waiting
 from .session_refs import NAMESPACE_PART, REF_RE, session_ref
 from .transcript.limits import PAGE_LIMITS
@@ -169,6 +169,30 @@ def project_choices() -> list[tuple[int, str]]:
     ]
 
 
+def _owner_titles(groups: list[SessionHits]) -> dict[tuple[str, str], str]:
+    """The titles of the sessions the subagents among `groups` belong to, by (namespace, id)."""
+    wanted = {
+        (g.session.namespace, str(g.session.owner_session_id))
+        for g in groups
+        if g.session.is_subagent and g.session.owner_session_id
+    }
+    if not wanted:
+        return {}
+    rows = Session.objects.filter(
+        is_subagent=False, session_id__in={sid for _, sid in wanted}
+    ).values_list("namespace", "session_id", "title")
+    return {(ns, str(sid)): title for ns, sid, title in rows if (ns, str(sid)) in wanted}
+
+
+def _heading(session: Session, owners: dict[tuple[str, str], str]) -> str:
+    """A group's heading: its title; a subagent's (which has none of its own) names its owner."""
+    if not session.is_subagent:
+        return session.title or "(untitled)"
+    owner = owners.get((session.namespace, str(session.owner_session_id)))
+    name = f"Subagent {session.agent_name}" if session.agent_name else "Subagent"
+    return f"{name} of “{owner}”" if owner else session.title or name
+
+
 @require_safe
 def search_page(request: HttpRequest) -> HttpResponse:
     """Results of a search across every session, or only one (`session=`), with filters."""
@@ -180,8 +204,10 @@ def search_page(request: HttpRequest) -> HttpResponse:
         query, error = SearchQuery(request.GET.get("q", "")[:500]), str(exc)
     if not error and query.text:
         results = search(query)
+        owners = _owner_titles(results.groups)
         for group in results.groups:
             group.url = session_url(group.session)
+            group.heading = _heading(group.session, owners)
             for hit in group.hits:
                 hit.url = hit_url(group.session, hit, query.text)
     scoped = None

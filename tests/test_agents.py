@@ -68,6 +68,7 @@ FUNCTIONS = (
     "is_session_path",
     "usage_of",
     "compaction_of",
+    "context_of",
     "subagent_step",
     "subagent_prompt",
 )

@@ -39,6 +39,7 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   an assistant record's API message used, `formats.usage`), `legacy_roots` (folders
   beside `projects` where older releases kept the same layout, e.g. Qwen Code's
   `tmp`), `compaction_of` (what a compaction boundary says about itself),
+  `context_of` (what context the CLI wrote for the model in a user's name is, in words),
   `subagent_step` and `subagent_prompt` (a subagent's messages kept in progress
   records, and the prompt its call gave it: how a subagent is found in the file),
   `line_chain` (for a CLI without a uuid chain, Codex: what gives each line a synthetic
@@ -142,6 +143,11 @@ class ToolOutcome(NamedTuple):
     exit: str | None = None
 
 
+def no_context(data: dict) -> tuple[str, str] | None:
+    """A CLI that writes no context of its own for the model: its records are notes."""
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Agent:
     """What one CLI does its own way; see the module docstring for each attribute."""
@@ -208,6 +214,9 @@ class Agent:
     prefix_fork: PrefixFork | None = None
     # Whether rewind and its undo are offered (branch and fork may be without them).
     can_rewind: bool = True
+    # (what it is, what it says) of context the CLI wrote for the model in a user's or
+    # developer's name (Codex's `<model_switch>`...): folded under those words; None: a note.
+    context_of: Callable[[dict], tuple[str, str] | None] = no_context
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:

@@ -17,6 +17,7 @@ lines by their order and turns a rollback event into an abandoned branch.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from . import (
@@ -34,8 +35,9 @@ from . import (
     ParsedRecord,
 )
 from .agent import LAST_RECORD, Agent, AssistantPart, PrefixFork, ToolOutcome
+from .codex_context import context_of
 from .codex_order import LineChain
-from .codex_tools import call_part, outcome_of
+from .codex_tools import call_part, data_image, outcome_of
 from .codex_usage import CodexUsage, codex_usage
 from .codex_writing import (
     TURN_OPENING,
@@ -60,6 +62,8 @@ INJECTED_PREFIXES = (
     "# AGENTS.md instructions",
     "<INSTRUCTIONS>",
 )
+ENV_CWD_RE = re.compile(r"<cwd>([^<\n]+)</cwd>")
+IMAGE_TAG_RE = re.compile(r"\A\s*</?image\b[^>\n]{0,200}>\s*\Z")
 RESPONSE_TYPES = frozenset(
     {
         "message",
@@ -102,7 +106,15 @@ def message_text(message: Any) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    texts = [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    texts = [
+        b["text"]
+        for b in content
+        if isinstance(b, dict)
+        and isinstance(b.get("text"), str)
+        # The `<image>`/`</image>` parts around a pasted image frame it for the model: the
+        # page draws the image itself.
+        and not IMAGE_TAG_RE.match(b["text"])
+    ]
     return "\n".join(texts)
 
 
@@ -155,6 +167,11 @@ def _response_item(record: ParsedRecord, item: dict[str, Any]) -> None:
             record.text = clip(text)
         else:
             record.kind = USER_OTHER  # injected context, developer or system text
+            if role == "user" and text.lstrip().startswith("<environment_context>"):
+                # Before the envelope (Aug 2025) no line but this one names the cwd.
+                found = ENV_CWD_RE.search(text[:8192])
+                if found and len(found.group(1).strip()) <= 4096:
+                    record.cwd = found.group(1).strip()
     elif item_type in ASSISTANT_ITEMS:
         record.kind = ASSISTANT
     elif item_type in ("function_call_output", "custom_tool_call_output"):
@@ -200,7 +217,12 @@ def record_text(data: dict[str, Any]) -> str:
     kind, payload = payload_of(data)
     if kind == "compacted":
         message = payload.get("message")
-        return message if isinstance(message, str) else ""
+        if isinstance(message, str) and message.strip():
+            return message
+        # Remote compaction (every public `compacted` line): `message` is "" and the
+        # summary is an encrypted item only the model can read; say so, not nothing.
+        said = compaction_of(data)
+        return f"({said[:1].upper()}{said[1:]}: Codex keeps it for the model alone.)"
     if kind == "event_msg" and payload.get("type") == "turn_aborted":
         reason = payload.get("reason")
         return f"Turn aborted ({reason})" if isinstance(reason, str) else "Turn aborted"
@@ -220,11 +242,7 @@ def content_blocks(data: dict[str, Any]) -> list[dict]:
 
 def image_of(block: dict[str, Any]) -> tuple[str, str] | None:
     """(media type, base64 data) of an `input_image` block holding a data URL."""
-    url = block.get("image_url") if block.get("type") == "input_image" else None
-    if isinstance(url, str) and url.startswith("data:") and ";base64," in url[:100]:
-        head, _, payload = url.partition(";base64,")
-        return head.removeprefix("data:"), payload
-    return None
+    return data_image(block)
 
 
 def assistant_parts(data: dict[str, Any]) -> list[AssistantPart]:
@@ -241,9 +259,19 @@ def assistant_parts(data: dict[str, Any]) -> list[AssistantPart]:
             for s in (summary if isinstance(summary, list) else [])
             if isinstance(s, dict) and isinstance(s.get("text"), str)
         ]
+        if not texts:
+            # Plain reasoning (`reasoning_text` parts, no summary): the words themselves.
+            content = item.get("content")
+            texts = [
+                c["text"]
+                for c in (content if isinstance(content, list) else [])
+                if isinstance(c, dict) and isinstance(c.get("text"), str)
+            ]
         if texts:
             return [AssistantPart("thinking", "\n\n".join(texts))]
-        return [AssistantPart("thinking", "(hidden: the reasoning is encrypted)")]
+        if item.get("encrypted_content"):
+            return [AssistantPart("thinking", "(hidden: the reasoning is encrypted)")]
+        return []
     part = call_part(item)
     return [part] if part is not None else []
 
@@ -255,9 +283,46 @@ def tool_results(data: dict[str, Any]) -> list[ToolOutcome]:
     return [outcome] if outcome is not None else []
 
 
+def injected_context(data: dict[str, Any]) -> tuple[str, str] | None:
+    """(what it is, what it says) of a message Codex wrote for the model, not a prompt."""
+    _, item = payload_of(data)
+    if item.get("type") != "message" or item.get("role") not in ("user", "developer"):
+        return None
+    text = message_text(item)
+    role = str(item.get("role"))
+    if not text.strip() and any(image_of(b) for b in content_blocks(data)):
+        # 0.5x `view_image`: the image alone, in the user's name, for the model to see.
+        return "An image Codex showed the model (view_image)", ""
+    if not text.strip() or (role == "user" and not is_injected(text) and "<" not in text[:3]):
+        return None
+    # One message may hold several blocks, a part each (Codex Desktop sends sandbox rules,
+    # app context, collaboration mode, skills and plugins as one developer message).
+    parts = [
+        b for b in content_blocks(data) if isinstance(b.get("text"), str) and b["text"].strip()
+    ]
+    found = [context_of(b["text"], role) for b in parts] if len(parts) > 1 else []
+    if not found or any(f is None for f in found):
+        return context_of(text, role)
+    known = [f for f in found if f is not None]
+    label = "; ".join(dict.fromkeys(label for label, _ in known))
+    return label, "\n\n".join(f"[{label}]\n{body}" for label, body in known)
+
+
 def compaction_of(data: dict[str, Any]) -> str:
-    """What a compaction item says: its summary is encrypted for the model alone."""
-    return "compacted (the summary is encrypted)"
+    """What a compaction says of its summary: encrypted for the model alone, or nothing
+    when the `compacted` line holds the summary as text."""
+    kind, payload = payload_of(data)
+    if kind != "compacted":
+        return "the summary is encrypted"  # a `compaction` item: encrypted_content only
+    message = payload.get("message")
+    if isinstance(message, str) and message.strip():
+        return ""
+    history = payload.get("replacement_history")
+    encrypted = any(
+        isinstance(item, dict) and item.get("encrypted_content")
+        for item in (history if isinstance(history, list) else [])[-50:]
+    )
+    return "the summary is encrypted" if encrypted else "no summary was written"
 
 
 AGENT: Agent = Agent(
@@ -295,4 +360,5 @@ AGENT: Agent = Agent(
     run_args=codex_run_args,
     resume_word="resume",
     can_rewind=True,  # as Claude's: see services/branching/rewinding_prefix
+    context_of=injected_context,
 )

@@ -43,6 +43,11 @@ class LineChain:
         parent = self.previous
         if record.kind == REWIND and record.text and record.text.isdigit():
             parent = self._before_prompts(int(record.text))
+        own = self.session_id.lower()
+        if record.session_id and own and self.line > 1 and record.session_id.lower() != own:
+            # A later `session_meta` of another session: a 0.3x-0.5x fork (or a sub-agent)
+            # copied that session's history here, its `session_meta` line included.
+            record.forked_from = record.forked_from or record.session_id
         if record.model:
             self.model = record.model
         elif record.input_tokens or record.output_tokens:

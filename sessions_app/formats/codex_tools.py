@@ -18,7 +18,10 @@ from .agent import AssistantPart, ToolOutcome
 SHELL_TOOLS = frozenset({"shell", "shell_command", "exec_command", "container.exec", "local_shell"})
 PLAN_STATUSES = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
 EXIT_RE = re.compile(r"^(?:Exit code|Process exited with code):? (-?\d+)", re.M)
-PATCH_FILE_RE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$")
+PATCH_FILE_RE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
+PATCH_COMMANDS = ("apply_patch", "applypatch")
+BEGIN_PATCH, END_PATCH = "*** Begin Patch", "*** End Patch"
+PATCH_SCAN = 2_000_000  # characters of a patch searched for the files it names
 
 
 def _arguments(item: dict[str, Any]) -> dict[str, Any]:
@@ -43,38 +46,44 @@ def _command_line(command: Any) -> str:
     return shlex.join(command)
 
 
-def patch_edit(patch: str) -> dict[str, Any]:
-    """An `apply_patch` patch as an edit: the files it names, their old and new lines."""
-    files: list[str] = []
-    old: list[str] = []
-    new: list[str] = []
-    for line in patch.splitlines():
-        found = PATCH_FILE_RE.match(line)
-        if found:
-            files.append(found.group(2).strip())
-            if len(files) > 1:
-                old.append(f"--- {files[-1]}")
-                new.append(f"+++ {files[-1]}")
-        elif line.startswith("*** ") or line.startswith("@@"):
-            continue
-        elif line.startswith("-"):
-            old.append(line[1:])
-        elif line.startswith("+"):
-            new.append(line[1:])
-        elif line.startswith(" "):
-            old.append(line[1:])
-            new.append(line[1:])
-    return {
-        "path": ", ".join(files),
-        "old_string": "\n".join(old),
-        "new_string": "\n".join(new),
-    }
+def patch_input(patch: str) -> dict[str, Any]:
+    """An `apply_patch` patch as an edit's input: the files it names, and the patch itself
+    (the page draws one diff per file from it)."""
+    files = [m.group(2).strip() for m in PATCH_FILE_RE.finditer(patch[:PATCH_SCAN])]
+    return {"path": ", ".join(files), "patch": patch}
+
+
+def shell_patch(command: Any) -> str | None:
+    """The patch a shell call hands to `apply_patch` (`["apply_patch", patch]`, or a
+    heredoc in a shell script), else None."""
+    if isinstance(command, list) and len(command) == 2 and command[0] in PATCH_COMMANDS:
+        return command[1] if isinstance(command[1], str) else None
+    line = _command_line(command)
+    if line.lstrip().startswith(PATCH_COMMANDS) and BEGIN_PATCH in line:
+        start = line.index(BEGIN_PATCH)
+        end = line.find(END_PATCH, start)
+        return line[start : end + len(END_PATCH) if end >= 0 else len(line)]
+    return None
+
+
+def _edit(call_id: str, patch: str) -> AssistantPart:
+    # "edit" is how the page knows a call that changed files: shown as a diff per file.
+    return AssistantPart("tool", call_id=call_id, name="edit", input=patch_input(patch))
 
 
 def _action(item: dict[str, Any]) -> dict[str, Any]:
     """A local shell or web search call's `action` object ({} when it has none)."""
     action = item.get("action")
     return action if isinstance(action, dict) else {}
+
+
+def data_image(block: dict[str, Any]) -> tuple[str, str] | None:
+    """(media type, base64 data) of an `input_image` block holding a data URL."""
+    url = block.get("image_url") if block.get("type") == "input_image" else None
+    if isinstance(url, str) and url.startswith("data:") and ";base64," in url[:100]:
+        head, _, payload = url.partition(";base64,")
+        return head.removeprefix("data:"), payload
+    return None
 
 
 def call_part(item: dict[str, Any]) -> AssistantPart | None:
@@ -84,7 +93,12 @@ def call_part(item: dict[str, Any]) -> AssistantPart | None:
     if item_type == "function_call":
         name = str(item.get("name") or "tool")
         args = _arguments(item)
+        if name in PATCH_COMMANDS and isinstance(args.get("input") or args.get("patch"), str):
+            return _edit(call_id, args.get("input") or args["patch"])  # the legacy tool
         if name in SHELL_TOOLS:
+            patch = shell_patch(args.get("command") or args.get("cmd"))
+            if patch is not None:
+                return _edit(call_id, patch)
             line = _command_line(args.get("command") or args.get("cmd"))
             shown = {"command": line, **{k: v for k, v in args.items() if k != "command"}}
             return AssistantPart("tool", call_id=call_id, name=name, input=shown)
@@ -100,9 +114,8 @@ def call_part(item: dict[str, Any]) -> AssistantPart | None:
         name = str(item.get("name") or "tool")
         text = item.get("input")
         text = text if isinstance(text, str) else ""
-        if name == "apply_patch":
-            # "edit" is how the page knows a call that changed files: shown as a diff.
-            return AssistantPart("tool", call_id=call_id, name="edit", input=patch_edit(text))
+        if name in PATCH_COMMANDS:
+            return _edit(call_id, text)
         return AssistantPart("tool", call_id=call_id, name=name, input={"input": text})
     if item_type == "local_shell_call":
         action = _action(item)
@@ -127,6 +140,16 @@ def outcome_of(item: dict[str, Any]) -> ToolOutcome | None:
         # Some releases write {content, success} unencoded.
         text = str(output.get("content") or "")
         return ToolOutcome(call_id, text, output.get("success") is False)
+    if isinstance(output, list):
+        # 0.144-0.146 `exec`: a list of content items ({type: "input_text", text}, images).
+        texts = [
+            p["text"] for p in output if isinstance(p, dict) and isinstance(p.get("text"), str)
+        ]
+        text = "".join(texts)
+        found = EXIT_RE.search(text[:500])
+        exit_code = found.group(1) if found else None
+        images = tuple(i for p in output if isinstance(p, dict) and (i := data_image(p)))
+        return ToolOutcome(call_id, text, exit_code not in (None, "0"), images, exit=exit_code)
     text = output if isinstance(output, str) else ""
     if text.startswith("{"):
         try:

@@ -103,6 +103,9 @@ def search_text(
             # The CLI's tags as the page's chips, a 1.0.x command's JSON expansion decoded.
             text = shown_text(text)
         return (part, _cut(text)) if text.strip() else None
+    if kind in NOTE_KINDS and (context := agent.context_of(data)) is not None:
+        # Context the CLI wrote for the model: found by the words the page folds it under.
+        return (NOTE_PART, _cut("\n".join(context))) if context[1].strip() else None
     if kind in NOTE_KINDS:
         # The transcript's own reading of such a record (transcript.building, "note").
         text = shown_text(agent.record_text(data) or _string(data.get("content")))

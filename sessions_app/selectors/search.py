@@ -95,6 +95,7 @@ class SessionHits:
     hits: list[Hit]
     more: int = 0  # hits in this session beyond those shown
     url: str = ""  # where the session is shown (set by the page)
+    heading: str = ""  # what the group is called, a subagent's by its owner (set by the page)
 
 
 @dataclass

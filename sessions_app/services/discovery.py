@@ -195,6 +195,8 @@ def _session_file(root: Path, folder: Path, agent: Agent, path: Path) -> Session
 DATED_FOLDER_RE = re.compile(r"^\d{2,4}$")
 DATED_DEPTH = 3
 HEAD_LIMIT = 256 * 1024  # the first line (session meta) is read for the project's folder
+HEAD_LINES = 8  # lines read for a cwd when the first names none (before Codex's envelope)
+WINDOWS_DRIVE_RE = re.compile(r"^[a-z]:[\\/]")
 
 
 def _dated_files(
@@ -238,13 +240,25 @@ def _dated_file(root: Path, agent: Agent, path: Path) -> SessionFile | None:
 
 
 def _head_cwd(agent: Agent, path: Path) -> str | None:
-    """The working folder a session file names in its first line, if it names one."""
+    """The working folder a session file names in its first lines, if it names one (a Codex
+    rollout from before the envelope names it only in its `<environment_context>`)."""
     try:
         with open(path, "rb", opener=_no_follow) as f:
-            head = f.readline(HEAD_LIMIT)
+            for _ in range(HEAD_LINES):
+                head = f.readline(HEAD_LIMIT)
+                if not head:
+                    return None
+                if cwd := agent.parse_line(head).cwd:
+                    return _drive_upper(cwd)
     except OSError:
         return None
-    return agent.parse_line(head).cwd
+    return None
+
+
+def _drive_upper(cwd: str) -> str:
+    """`c:\\x` as `C:\\x`: Windows folders whose drive letter an IDE wrote in lower case are
+    the same project as those a shell wrote in upper case."""
+    return cwd[0].upper() + cwd[1:] if WINDOWS_DRIVE_RE.match(cwd) else cwd
 
 
 def _no_follow(path: str, flags: int) -> int:

@@ -65,6 +65,20 @@ def diff(old: str, new: str, filename: str = "") -> SafeString:
     return _rendering().diff_html(old or "", new or "", filename=filename or None)
 
 
+@register.simple_tag
+def patch(text: str) -> SafeString:
+    """An `apply_patch` patch: one diff per file, each hunk numbered from its start."""
+    from sessions_app.rendering.diffs import patch_html
+
+    return patch_html(text or "")
+
+
+@register.filter
+def code(text: str | None, language: str = "") -> SafeString:
+    """A script as written, highlighted when its language is known."""
+    return _rendering().code_html(text or "", language=language or None)
+
+
 @register.filter
 def get(mapping: dict, key: str) -> Any:
     """mapping[key] in a template, None when absent."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..formats import Agent, agent_for
 from .items import (
+    EDIT_TOOLS,
     SUBAGENT_TOOLS,
     WRITE_TOOLS,
     Image,
@@ -174,6 +175,14 @@ class _Builder:
             self._result(rec, index, value, limits)
         elif kind in ("summary", "boundary"):
             self._text_item(rec, index, kind, value, limits.message, markdown=True)
+        elif kind == "context":
+            label, body = value
+            self._text_item(rec, index, kind, body, limits.note)
+            item = turn.items[-1]
+            item.label = label
+            item.images, hidden = self._images(images_of(rec.data, self.agent, rec.line))
+            if hidden:
+                item.cut = Cut.with_images(item.cut, item.text, hidden)
         elif kind == "note" and not turn.items and is_command(turn.prompt):
             # What a slash command expanded to, sent in the person's name: kept closed.
             self._text_item(rec, index, "expansion", value, limits.message, markdown=True)
@@ -198,8 +207,15 @@ class _Builder:
 
     def _tool_input(self, call: ToolCall, size: Size) -> None:
         command = call.input.get("command")
+        patch, free = call.input.get("patch"), call.input.get("input")
         if isinstance(command, str) and command:
             call.command, call.input_cut = self.cut(command, size)
+        elif isinstance(patch, str) and call.name in EDIT_TOOLS:
+            call.patch, call.input_cut = self.cut(patch, size)
+            self.spent += DIFF_ROW_BYTES * (call.patch.count("\n") + 1)
+        elif isinstance(free, str) and len(call.input) == 1:
+            # A custom tool's free-form input (a script): shown as written, not as JSON.
+            call.code, call.input_cut = self.cut(free, size, factor=HIGHLIGHT_FACTOR)
         elif (edit := edit_of(call)) is not None:
             # Cut in `page`, once the result (a Write's original file) is known; counted now.
             self._count_diff(edit[1], size)

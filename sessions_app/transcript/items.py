@@ -22,6 +22,8 @@ WRITE_TOOLS = ("Write", "write_file")
 READ_TOOLS = ("Read", "read_file")
 # Tools that run a subagent: their result is the subagent's report, written in Markdown.
 SUBAGENT_TOOLS = ("Task", "Agent", "task")
+# Custom tools whose free-form input is a script, by the language it is written in.
+CODE_TOOLS = {"exec": "javascript", "js": "javascript", "python": "python"}
 TODO_STATUSES = {"pending": "pending", "in_progress": "in progress", "completed": "done"}
 
 
@@ -92,6 +94,8 @@ class ToolCall:
     exit: str | None = None  # how a shell command ended ("0", "2", "interrupted")
     subagent: list[Turn] | None = None  # the subagent's turns, nested (exports only)
     task_prompt: str | None = None  # the prompt a subagent was started with, as shown
+    patch: str | None = None  # an `apply_patch` patch, as shown: one diff per file
+    code: str | None = None  # a custom tool's free-form input (Codex `exec`'s script)
 
     @property
     def task_kind(self) -> str:
@@ -154,6 +158,11 @@ class ToolCall:
         return f"{len(todos)} task{'s' if len(todos) != 1 else ''}, {done} done"
 
     @property
+    def code_language(self) -> str:
+        """The language of a custom tool's script, for highlighting ("" when unknown)."""
+        return CODE_TOOLS.get(self.name, "")
+
+    @property
     def is_report(self) -> bool:
         """Whether the result is a subagent's report (Markdown)."""
         return self.name in SUBAGENT_TOOLS
@@ -172,7 +181,8 @@ class ToolCall:
 class Item:
     """One thing shown inside a turn."""
 
-    kind: str  # prompt (show all only), text, thinking, tool, note, boundary, summary, record
+    # prompt (show all only), text, thinking, tool, note, context, boundary, summary, record
+    kind: str
     line: int
     text: str = ""
     tool: ToolCall | None = None
@@ -180,6 +190,7 @@ class Item:
     images: list[Image] = field(default_factory=list)
     index: int = 0  # of the item within its record
     cut: Cut | None = None
+    label: str = ""  # what a "context" item is, in words
 
     @property
     def place(self) -> str:
@@ -263,12 +274,18 @@ def numbered_images(
     line: int, data: Any, agent: Agent, pairs: list[tuple[str, str]] | tuple[tuple[str, str], ...]
 ) -> list[Image]:
     """The images of `pairs` a page may show, each with its place among the record's images."""
-    numbers = {id(payload): n for n, (_, payload) in enumerate(record_images(data, agent))}
+    # Matched by value, not identity: a reader may cut the data out of a data URL anew on
+    # each call (Codex), so the same image is a different string each time. The same image
+    # twice in a record takes the numbers in order.
+    numbers: dict[str, list[int]] = {}
+    for n, (_, payload) in enumerate(record_images(data, agent)):
+        numbers.setdefault(payload, []).append(n)
     images = []
     for media, payload in pairs:
         image = image_of(media, payload)
-        if image is not None and id(payload) in numbers:
-            image.line, image.number = line, numbers[id(payload)]
+        free = numbers.get(payload) if image is not None else None
+        if image is not None and free:
+            image.line, image.number = line, free.pop(0)
             images.append(image)
     return images
 

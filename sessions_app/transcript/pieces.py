@@ -52,7 +52,13 @@ def pieces(rec: RawRecord, agent: Agent, show_all: bool) -> list[tuple[str, Any]
     if rec.kind == COMPACT_BOUNDARY:
         return [("boundary", agent.compaction_of(data))]
     if rec.kind == COMPACT_SUMMARY:
-        return [("summary", agent.record_text(data))]
+        summary = agent.record_text(data)
+        if rec.raw_type != "compacted":
+            return [("summary", summary)]
+        # Codex's `compacted` line is the boundary and the summary at once.
+        return [("boundary", agent.compaction_of(data)), ("summary", summary)]
+    if rec.kind == USER_OTHER and (context := agent.context_of(data)) is not None:
+        return [("context", context)]
     if rec.kind in (USER_OTHER, LOCAL_OUTPUT, PROMPT, COMMAND):
         text = agent.record_text(data) or str(data.get("content") or "")
         return [("note", text)] if text.strip() else []

@@ -111,7 +111,8 @@ def fork(
     check_readable(session)
     check_unchanged(session)
     if prefix:
-        return fork_prefix(session, cut=cut, kind=kind, fork_turn=turn or cut)
+        new = fork_prefix(session, cut=cut, kind=kind, fork_turn=turn or cut)
+        return _titled(new, unique_title(session, title))
     new_id = new_session_id()
     target = Path(session.path).with_name(f"{new_id}.jsonl")
     prompts = revived.prompts if revived else intended_prompts(session, cut=cut)
@@ -263,3 +264,11 @@ def _retitle(
         raise WriteCheckFailed(f"{temp.path}: the title line did not read back as written")
     if found is not None:
         found.retitle(line, record)
+
+
+def _titled(new: Session, title: str) -> Session:
+    """A prefix fork (Codex) named as the other agents' forks are: its file holds no title
+    (Codex keeps names in its own databases), so the row keeps it as the user's title."""
+    new.custom_title = new.title = title
+    Session.objects.filter(pk=new.pk).update(custom_title=title, title=title)
+    return new

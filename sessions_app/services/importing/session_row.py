@@ -14,7 +14,7 @@ from django.utils import timezone
 from ...conversation import AbandonedBranch, Analysis, Extension, Node
 from ...formats import INVALID, agent_for, collapse, is_session_id
 from ...formats.markup import title_text
-from ...models import TITLE_LIMIT, Project, Session
+from ...models import TITLE_LIMIT, Project, Record, Session
 from ..discovery import SessionFile
 from ..hub.namespaces import namespace_of
 from ..import_plan import HEAD_BYTES, StoredState, digest
@@ -120,6 +120,7 @@ def update_session(
         head,
         fallback_title=lambda: _fallback_title(nodes),
         copied_turns=copied,
+        prompts=[nodes[i].text or "" for i in analysis.prompt_lines],
     )
 
 
@@ -166,6 +167,7 @@ def _write(
     *,
     fallback_title: Callable[[], str],
     copied_turns: int | None = None,
+    prompts: list[str] | None = None,
 ) -> None:
     """The rest of the row: file state, tokens, models, title, times, lineage; then save."""
     session.bytes_imported = reader.bytes_end or session.bytes_imported
@@ -223,7 +225,7 @@ def _write(
         if parent is not None and parent.pk != session.pk:
             session.parent = parent
             session.kind = Session.Kind.BRANCH
-            session.fork_turn = copied_turns
+            session.fork_turn = _split_turn(source.agent, copied_turns, prompts or [], parent)
             made = reader.branched_at
         elif parent is None and parent_id:
             unlinked = (parent_id, copied_turns, reader.branched_at)
@@ -278,14 +280,42 @@ def cli_branches_link(unlinked: list[tuple[int, str, int | None, datetime | None
         )
         if parent is None or _descends_from(parent.pk, pk):
             continue  # not among the files (yet), or a link that would close a circle
+        prompts = list(
+            Record.objects.filter(session_id=pk, active=True)
+            .turn_starts()
+            .order_by("line")
+            .values_list("text", flat=True)
+        )
+        agent = Session.objects.filter(pk=pk).values_list("agent", flat=True).first() or ""
         fields: dict[str, object] = {
             "parent": parent,
             "kind": Session.Kind.BRANCH,
-            "fork_turn": copied_turns,
+            "fork_turn": _split_turn(agent, copied_turns, prompts, parent),
         }
         if made is not None:
             fields["made_at"] = made
         Session.objects.filter(pk=pk, parent__isnull=True, kind="").update(**fields)
+
+
+def _split_turn(agent: str, copied: int | None, prompts: list[str], parent: Session) -> int | None:
+    """The last turn a CLI branch shares with its parent: the turns whose records say they
+    were copied; for Codex, whose copies say so only in a `session_meta` line (a 0.3x-0.5x
+    fork, a `thread_spawn` sub-agent given its parent's history), the leading prompts it
+    shares with the parent's active branch."""
+    if agent_for(agent).line_chain is None or not prompts:
+        return copied
+    theirs = (
+        Record.objects.filter(session=parent, active=True)
+        .turn_starts()
+        .order_by("line")
+        .values_list("text", flat=True)[: len(prompts)]
+    )
+    shared = 0
+    for mine, their in zip(prompts, theirs, strict=False):
+        if (mine or "") != (their or ""):
+            break
+        shared += 1
+    return max(copied or 0, shared)
 
 
 def _descends_from(start: int, ancestor: int) -> bool:
