@@ -314,3 +314,55 @@ def test_plain_http_from_off_this_machine_is_refused(hub: Hub) -> None:
     # The same over HTTPS is taken (the check is the transport, not the address).
     response = hub.chunk(SOURCE.read_bytes(), REMOTE_ADDR="203.0.113.7", secure=True)
     assert response.status_code == 200
+
+
+# -- issue 41: names in full, a page no stored value can take down, and 4xx never 500 --
+
+
+def _pushed(hub: Hub, data: bytes, *, path: str = PATH) -> None:
+    assert hub.chunk(data, path=path).status_code == 200
+    assert hub.commit(data, path=path).status_code == 200
+
+
+@pytest.mark.parametrize("namespace", ["alice@laptop\n", "alice@laptop\r"])
+def test_a_namespace_with_a_trailing_line_break_is_refused(hub: Hub, namespace: str) -> None:
+    """`$` matches before a final newline: the name is matched in full, on chunk and commit."""
+    response = hub.chunk(SOURCE.read_bytes(), namespace=namespace)
+    assert response.status_code == 400, response.content
+    assert "not a namespace" in response.json()["error"]
+    assert _stored() == {}
+    assert not Session.objects.exclude(namespace="").exists()
+
+
+def test_the_name_patterns_match_in_full() -> None:
+    from sessions_app.session_refs import BadRef, is_namespace, ref_parse
+
+    assert is_namespace("alice@laptop")
+    assert not is_namespace("alice@laptop\n")
+    with pytest.raises(BadRef):
+        ref_parse("d62afd75-12b1-4077-921c-1fa1eda79364\n")
+    with pytest.raises(BadRef):
+        ref_parse("alice@laptop/d62afd75-12b1-4077-921c-1fa1eda79364\n")
+
+
+@pytest.mark.parametrize("bad", ["alice@laptop\n", "no namespace at all", "a/b@c"])
+def test_one_bad_stored_namespace_does_not_take_the_pages_down(
+    hub: Hub, bad: str, client: Client
+) -> None:
+    """A row stored before names were checked in full (or by hand): the lists and search
+    show the session unlinked, every other one as before."""
+    from sessions_app.models import Project
+    from sessions_app.services.searching import search_refresh
+
+    _pushed(hub, SOURCE.read_bytes())
+    assert not search_refresh().errors
+    session = Session.objects.get(namespace="alice@laptop")
+    Session.objects.filter(pk=session.pk).update(namespace=bad)
+    Project.objects.filter(pk=session.project_id).update(namespace=bad)
+    word = session.title.split()[0] if session.title else "the"
+    for url in ("/", "/recent/", f"/search/?q={urllib.parse.quote(word)}"):
+        response = client.get(url)
+        assert response.status_code == 200, (url, response.content[:2000])
+    assert str(session.session_id) in client.get("/recent/").content.decode()
+    found = client.get(f"/search/?q={urllib.parse.quote(word)}").content.decode()
+    assert '<span class="hit-link">' in found  # the hit is shown, unlinked

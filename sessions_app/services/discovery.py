@@ -25,7 +25,7 @@ from ..formats import (
 from .files import stale_temp_files_remove
 from .roots import file_kind, resolve_root
 
-AGENT_FILE_RE = re.compile(r"^agent-[A-Za-z0-9_-]+\.jsonl$")
+AGENT_FILE_RE = re.compile(r"^agent-[A-Za-z0-9_-]+\.jsonl\Z")
 
 
 @dataclass(frozen=True, slots=True)
