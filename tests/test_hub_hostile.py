@@ -366,3 +366,26 @@ def test_one_bad_stored_namespace_does_not_take_the_pages_down(
     assert str(session.session_id) in client.get("/recent/").content.decode()
     found = client.get(f"/search/?q={urllib.parse.quote(word)}").content.decode()
     assert '<span class="hit-link">' in found  # the hit is shown, unlinked
+
+
+@pytest.mark.parametrize("query", ["page=²", "page=³", "after=²", "after=²:x", "before=¹:"])
+def test_a_page_number_of_unicode_digits_is_the_first_page(
+    hub: Hub, client: Client, query: str
+) -> None:
+    """`"²".isdigit()` is true and `int("²")` fails: only ASCII digits are a page number."""
+    _pushed(hub, SOURCE.read_bytes())
+    project = Session.objects.get(namespace="alice@laptop").project_id
+    for url in ("/recent/", f"/projects/{project}/"):
+        response = client.get(f"{url}?{query}")
+        assert response.status_code == 200, (url, response.content[:500])
+        assert SOURCE.stem in response.content.decode()
+
+
+def test_a_turn_of_unicode_digits_is_refused_not_a_crash() -> None:
+    """The same `isdigit()` in the fork and rewind inputs: a clear refusal, not a ValueError."""
+    from sessions_app.services.branching.inputs import InvalidTurn, turn_input
+
+    assert turn_input("12") == 12
+    for text in ("²", "-³", "１２"):
+        with pytest.raises(InvalidTurn):
+            turn_input(text)
