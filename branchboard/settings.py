@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import secrets
@@ -142,6 +143,16 @@ if DB_TIMEOUT < 1:
 # shipped nginx site does), the audit log takes the address from there; without
 # a proxy the header is the client's own say and is ignored.
 TRUSTED_PROXY = env_bool("BRANCHBOARD_TRUSTED_PROXY", False)
+# The proxy's addresses (or networks): X-Forwarded-For and X-Forwarded-Proto count only
+# from a peer among them; from any other they are dropped (ForwardedHeadersMiddleware).
+PROXY_ADDRESSES = env_list("BRANCHBOARD_PROXY_ADDRESSES", ["127.0.0.1", "::1"])
+for _proxy in PROXY_ADDRESSES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"BRANCHBOARD_PROXY_ADDRESSES: {_proxy!r} is not an address or network"
+        ) from None
 # The `import_sessions --watch` log (rotated).
 IMPORT_LOG = DATA_DIR / "import.log"
 # Seconds between two looks of the watcher at every file under the roots; between
@@ -198,6 +209,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: the forwarded headers of a peer that is not the proxy are dropped before
+    # anything (the TLS redirect, the hub's HTTPS check, the audit log) reads them.
+    "sessions_app.middleware.ForwardedHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

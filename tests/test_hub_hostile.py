@@ -389,3 +389,33 @@ def test_a_turn_of_unicode_digits_is_refused_not_a_crash() -> None:
     for text in ("²", "-³", "１２"):
         with pytest.raises(InvalidTurn):
             turn_input(text)
+
+
+def test_forwarded_headers_count_only_from_the_proxys_address(hub: Hub, settings) -> None:
+    """Behind the shipped nginx (TRUSTED_PROXY, TLS), a client that reaches the app past the
+    proxy cannot say it is on loopback, nor that it came over HTTPS."""
+    settings.TRUSTED_PROXY = True
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    data = SOURCE.read_bytes()
+    for forged in (
+        {"HTTP_X_FORWARDED_FOR": "127.0.0.1"},
+        {"HTTP_X_FORWARDED_PROTO": "https"},
+    ):
+        response = hub.chunk(data, REMOTE_ADDR="203.0.113.7", **forged)
+        _refused(response, 403, "HTTPS only")
+        assert AuditEntry.objects.filter(action="push-refused").last().remote_addr == (
+            "203.0.113.7"
+        )
+    # From the proxy's own address (loopback by default) the headers are its word.
+    response = hub.chunk(
+        data,
+        REMOTE_ADDR="127.0.0.1",
+        HTTP_X_FORWARDED_FOR="198.51.100.4",
+        HTTP_X_FORWARDED_PROTO="https",
+    )
+    assert response.status_code == 200, response.content
+    assert AuditEntry.objects.get(action="push").remote_addr == "198.51.100.4"
+    # Another proxy address is a setting.
+    settings.PROXY_ADDRESSES = ["192.0.2.10"]
+    response = hub.chunk(data, REMOTE_ADDR="192.0.2.10", HTTP_X_FORWARDED_PROTO="https")
+    assert response.status_code == 200, response.content
