@@ -563,3 +563,26 @@ def test_every_spelling_of_one_path_is_one_file(hub: Hub) -> None:
     assert hub.chunk(data, path=other).status_code == 200
     assert hub.commit(data, path=other).status_code == 200
     assert list(HubFile.objects.values_list("path", flat=True)) == [PATH]
+
+
+def test_the_pushing_machine_says_which_names_a_hub_cannot_take_before_sending(
+    tmp_path: Path, settings
+) -> None:
+    """A 250-byte file name can never be pushed: the machine leaves it out and says why,
+    with no request for it; its other files go as ever."""
+    from sessions_app.services.hub.pushing import PushReport, local_files
+
+    settings.DATA_DIR = tmp_path / "data"
+    folder = tmp_path / "home" / ".claude" / "projects" / PROJECT
+    folder.mkdir(parents=True)
+    long_name = f"agent-{'a' * 238}.jsonl"  # a subagent's file: any id the CLI gives it
+    (folder / SOURCE.stem / "subagents").mkdir(parents=True)
+    (folder / SOURCE.stem / "subagents" / long_name).write_bytes(SOURCE.read_bytes())
+    (folder / SOURCE.name).write_bytes(SOURCE.read_bytes())
+    settings.SESSION_ROOTS = [folder.parent]
+    settings.HUB_PROJECTS = ["*"]
+    report = PushReport()
+    found = [local.path.name for local in local_files(report)]
+    assert found == [SOURCE.name]
+    assert len(report.problems) == 1
+    assert long_name in report.problems[0] and "at most" in report.problems[0]
