@@ -586,3 +586,25 @@ def test_the_pushing_machine_says_which_names_a_hub_cannot_take_before_sending(
     assert found == [SOURCE.name]
     assert len(report.problems) == 1
     assert long_name in report.problems[0] and "at most" in report.problems[0]
+
+
+@pytest.mark.parametrize("action", ["restore", "rewind"])
+def test_a_pushed_session_is_not_restored_nor_rewound_on_the_hub_403(hub: Hub, action: str) -> None:
+    """Restore answers as rewind and undo do (403, as the README says), in words that read."""
+    data = SOURCE.read_bytes()
+    _pushed(hub, data)
+    live = hub_folder() / "alice@laptop" / PATH
+    if action == "restore":
+        live.unlink()  # removed: what a restore would write back
+    body = b'{"turn": 1}' if action == "rewind" else b"{}"
+    response = hub.client.post(
+        f"/api/sessions/alice@laptop/{SOURCE.stem}/{action}",
+        body,
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {hub.alice}",
+    )
+    assert response.status_code == 403, response.content
+    says = response.json()["error"]
+    assert f"or {action} it on that machine." in says
+    assert "or a " not in says
+    assert live.exists() == (action == "rewind")
