@@ -338,10 +338,14 @@ def test_a_namespace_with_a_trailing_line_break_is_refused(hub: Hub, namespace: 
 
 
 def test_the_name_patterns_match_in_full() -> None:
+    from sessions_app.formats import is_session_id
+    from sessions_app.selectors.family import AGENT_ID_RE
     from sessions_app.session_refs import BadRef, is_namespace, ref_parse
 
     assert is_namespace("alice@laptop")
     assert not is_namespace("alice@laptop\n")
+    assert is_session_id(SOURCE.stem) and not is_session_id(SOURCE.stem + "\n")
+    assert AGENT_ID_RE.match("a0751b2961eeab05e") and not AGENT_ID_RE.match("a0751b\n")
     with pytest.raises(BadRef):
         ref_parse("d62afd75-12b1-4077-921c-1fa1eda79364\n")
     with pytest.raises(BadRef):
