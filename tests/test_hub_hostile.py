@@ -333,6 +333,15 @@ def test_a_namespace_with_a_trailing_line_break_is_refused(hub: Hub, namespace: 
     response = hub.chunk(SOURCE.read_bytes(), namespace=namespace)
     assert response.status_code == 400, response.content
     assert "not a namespace" in response.json()["error"]
+    query = urllib.parse.urlencode({"namespace": namespace, "path": PATH, "size": 1, "sha256": "0"})
+    response = hub.client.post(
+        f"/api/hub/commit?{query}",
+        b"",
+        content_type="application/octet-stream",
+        HTTP_AUTHORIZATION=f"Bearer {hub.alice}",
+    )
+    assert response.status_code == 400, response.content
+    assert "not a namespace" in response.json()["error"]
     assert _stored() == {}
     assert not Session.objects.exclude(namespace="").exists()
 
