@@ -376,7 +376,8 @@ def test_one_bad_stored_namespace_does_not_take_the_pages_down(
     Session.objects.filter(pk=session.pk).update(namespace=bad)
     Project.objects.filter(pk=session.project_id).update(namespace=bad)
     word = session.title.split()[0] if session.title else "the"
-    for url in ("/", "/recent/", f"/search/?q={urllib.parse.quote(word)}"):
+    pages = ("/", "/recent/", f"/search/?q={urllib.parse.quote(word)}")
+    for url in (*pages, f"/projects/{session.project_id}/"):
         response = client.get(url)
         assert response.status_code == 200, (url, response.content[:2000])
     assert str(session.session_id) in client.get("/recent/").content.decode()
