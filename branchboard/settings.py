@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import secrets
@@ -142,6 +143,16 @@ if DB_TIMEOUT < 1:
 # shipped nginx site does), the audit log takes the address from there; without
 # a proxy the header is the client's own say and is ignored.
 TRUSTED_PROXY = env_bool("BRANCHBOARD_TRUSTED_PROXY", False)
+# The proxy's addresses (or networks): X-Forwarded-For and X-Forwarded-Proto count only
+# from a peer among them; from any other they are dropped (ForwardedHeadersMiddleware).
+PROXY_ADDRESSES = env_list("BRANCHBOARD_PROXY_ADDRESSES", ["127.0.0.1", "::1"])
+for _proxy in PROXY_ADDRESSES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"BRANCHBOARD_PROXY_ADDRESSES: {_proxy!r} is not an address or network"
+        ) from None
 # The `import_sessions --watch` log (rotated).
 IMPORT_LOG = DATA_DIR / "import.log"
 # Seconds between two looks of the watcher at every file under the roots; between
@@ -180,6 +191,9 @@ BEHIND_TLS = env_bool("BRANCHBOARD_TLS", False)
 # chunk of one push request (bytes).
 HUB_MAX_FILE = env_int("BRANCHBOARD_HUB_MAX_FILE", 8 << 30)
 HUB_MAX_CHUNK = env_int("BRANCHBOARD_HUB_MAX_CHUNK", 32 << 20)
+# Seconds a hub request's body may take to arrive (under gunicorn); then it is answered
+# 408 and its thread is free. Behind the shipped nginx the body comes whole from nginx.
+HUB_BODY_SECONDS = env_int("BRANCHBOARD_HUB_BODY_SECONDS", 120)
 # What this machine pushes to a hub: the projects (their folders, shell patterns) that
 # may go, none unless said ("*" for all), and those that never go, whatever else says.
 HUB_PROJECTS = env_list("BRANCHBOARD_HUB_PROJECTS", [], sep=os.pathsep)
@@ -198,6 +212,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: the forwarded headers of a peer that is not the proxy are dropped before
+    # anything (the TLS redirect, the hub's HTTPS check, the audit log) reads them.
+    "sessions_app.middleware.ForwardedHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

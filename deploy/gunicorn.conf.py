@@ -10,6 +10,9 @@ bind = os.environ.get("BRANCHBOARD_BIND", "127.0.0.1:8000")
 # while one request streams a large session.
 workers = int(os.environ.get("BRANCHBOARD_WORKERS", multiprocessing.cpu_count() * 2 + 1))
 threads = int(os.environ.get("BRANCHBOARD_THREADS", "2"))
+# A thread waiting on a slow request body is not what `timeout` watches (the gthread
+# worker's heartbeat goes on): the shipped nginx site receives push bodies whole first,
+# and the app gives a hub request's body BRANCHBOARD_HUB_BODY_SECONDS, then 408.
 # A fork of a multi-GB session takes a while; don't kill the worker mid-write.
 timeout = int(os.environ.get("BRANCHBOARD_TIMEOUT", "300"))
 graceful_timeout = 30

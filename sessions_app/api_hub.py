@@ -8,8 +8,11 @@ and refusal is written to the audit log with the namespace and the path.
 from __future__ import annotations
 
 import ipaddress
+import socket
 import sys
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from functools import wraps
 
 import orjson
@@ -69,7 +72,8 @@ def hub_endpoint(
                 # hub_login asks whose token this is before it knows its namespace.
                 return JsonResponse({"user": user.get_username()})
             namespace = receiving.namespace_for(user, name)
-            return view(request, namespace)
+            with body_deadline(request):
+                return view(request, namespace)
         except (PushRefused, BadHubPath, NotImported) as exc:
             status = getattr(exc, "status", 400)
             _audit(request, "push-refused", name, str(exc))
@@ -80,6 +84,49 @@ def hub_endpoint(
 
 class HttpsOnly(PushRefused):
     status = 403
+
+
+class SlowBody(PushRefused):
+    status = 408
+
+
+@contextmanager
+def body_deadline(request: HttpRequest) -> Iterator[None]:
+    """A request body gets BRANCHBOARD_HUB_BODY_SECONDS to arrive: then the socket's read
+    side is shut, the read ends short and the request is refused (408), so a client
+    trickling its bytes cannot hold a worker's thread. Under gunicorn, which hands the
+    socket over; behind the shipped nginx the body comes whole from it anyway."""
+    sock = request.META.get("gunicorn.socket")
+    if not isinstance(sock, socket.socket) or not request.META.get("CONTENT_LENGTH"):
+        yield
+        return
+    seconds = int(settings.HUB_BODY_SECONDS)
+    timer = threading.Timer(seconds, _read_side_shut, args=(sock,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def _read_side_shut(sock: socket.socket) -> None:
+    with suppress(OSError):  # closed already: the request is over
+        sock.shutdown(socket.SHUT_RD)
+
+
+def _body(request: HttpRequest, size: int) -> bytes:
+    """The request's body, `size` bytes; 408 when it did not arrive in time."""
+    try:
+        data = request.read(size)
+    except OSError:
+        data = b""
+    if len(data) < size:
+        raise SlowBody(
+            f"the body did not arrive whole within {settings.HUB_BODY_SECONDS} s "
+            f"({len(data)} of {size} bytes); push again"
+        )
+    return data
 
 
 def _body_check(request: HttpRequest, endpoint: str) -> None:
@@ -134,7 +181,8 @@ def _int(request: HttpRequest, name: str) -> int:
 
 def _json(request: HttpRequest) -> dict:
     try:
-        data = orjson.loads(request.body)
+        sent = int(request.META.get("CONTENT_LENGTH") or 0)  # a number: _body_check
+        data = orjson.loads(_body(request, sent))
     except orjson.JSONDecodeError:
         raise PushRefused("the request body is not valid JSON") from None
     if not isinstance(data, dict):
@@ -174,7 +222,7 @@ def chunk(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
     if sent < 0:
         raise PushRefused("send the chunk with a Content-Length header")
     raw = receiving.chunk_decode(
-        request.read(sent), length=length, sha256=request.GET.get("sha256", "")
+        _body(request, sent), length=length, sha256=request.GET.get("sha256", "")
     )
     size = receiving.chunk_receive(
         namespace,

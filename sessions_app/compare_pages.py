@@ -49,6 +49,6 @@ def compare_page(request: HttpRequest, session_id: uuid.UUID, other_id: uuid.UUI
 def compare_pick(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """The lineage page's "compare these two" form: `?a=<id>&b=<id>` to the compare page."""
     a, b = request.GET.get("a", ""), request.GET.get("b", "")
-    if not (REF_RE.match(a) and REF_RE.match(b)):
+    if not (REF_RE.fullmatch(a) and REF_RE.fullmatch(b)):
         raise Http404("pick two sessions")
     return redirect("sessions:compare", session_id=a, other_id=b)

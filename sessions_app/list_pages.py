@@ -114,7 +114,8 @@ def _page_of(request: HttpRequest, sessions: QuerySet, sort: str) -> SessionPage
     if cursor := parse_cursor(request.GET.get("before", ""), sort):
         return seek_page(sessions, sort=sort, before=cursor)
     number = request.GET.get("page", "")
-    if number.isdigit() and 1 < int(number) <= OLD_PAGES:
+    # ASCII digits only: `"²".isdigit()` is true and `int("²")` fails.
+    if number.isascii() and number.isdigit() and 1 < int(number) <= OLD_PAGES:
         return offset_page(sessions, sort=sort, number=int(number))
     return seek_page(sessions, sort=sort)
 

@@ -19,6 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
 from .error_pages import SERVER_ERROR, under_api
+from .services.audit import from_proxy
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +72,24 @@ class DatabaseBusyMiddleware:
             response = HttpResponse(html, status=503)
         response["Retry-After"] = str(RETRY_AFTER)
         return response
+
+
+# What a proxy forwards: dropped from a peer that is not the proxy (services.audit.from_proxy).
+FORWARDED = ("HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_PROTO", "HTTP_X_FORWARDED_HOST")
+
+
+class ForwardedHeadersMiddleware:
+    """A client that reaches the app past the proxy cannot say which address it has, nor
+    that it came over HTTPS: its forwarded headers are dropped (issue 41 item 16)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not from_proxy(request):
+            for name in FORWARDED:
+                request.META.pop(name, None)
+        return self.get_response(request)
 
 
 class ApiErrorMiddleware:

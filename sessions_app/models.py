@@ -8,7 +8,7 @@ from django.db.models.functions import Coalesce, Greatest
 
 from .conversation import Node
 from .formats import AGENT_LABELS, Agent, agent_for
-from .session_refs import session_ref
+from .session_refs import is_namespace, session_ref
 
 TITLE_LIMIT = 300  # a session's title, in the database and in the title record we write
 
@@ -178,6 +178,12 @@ class Session(models.Model):
     def ref(self) -> str:
         """How URLs and commands name it: its id, after its namespace on a hub."""
         return session_ref(self.namespace, self.session_id)
+
+    @property
+    def linkable(self) -> bool:
+        """Whether its ref makes a URL: a row stored with a malformed namespace (by hand,
+        or before names were matched in full) is listed unlinked, never a 500."""
+        return not self.namespace or is_namespace(self.namespace)
 
     @property
     def agent_profile(self) -> Agent:

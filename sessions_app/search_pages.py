@@ -79,7 +79,7 @@ def search_query(params: QueryDict) -> SearchQuery:
     query.owner, query.machine = hub_filters(params)
     session = params.get("session", "")
     if session:
-        if not REF_RE.match(session):
+        if not REF_RE.fullmatch(session):
             raise BadSearch(f"session: {session!r} is not a session id")
         found = selectors.listed_session(session)
         if found is None:
@@ -90,7 +90,10 @@ def search_query(params: QueryDict) -> SearchQuery:
 
 def session_url(session: Session) -> str:
     """Where a session's hits are shown: its transcript, or a subagent's own page (else
-    its owner's); never the placeholder id an owner-less subagent file gets."""
+    its owner's); never the placeholder id an owner-less subagent file gets. "" for a row
+    whose stored namespace makes no URL: listed unlinked, never a 500."""
+    if not session.linkable:
+        return ""
     if session.is_subagent:
         agent_id = agent_id_of(session)
         if session.owner_session_id and AGENT_ID_RE.match(agent_id):
@@ -105,6 +108,8 @@ def session_url(session: Session) -> str:
 def hit_url(session: Session, hit: Hit, q: str) -> str:
     """Where a hit is shown: its turn in the transcript (or its branch), the match marked."""
     base = session_url(session)
+    if not base:
+        return ""
     if session.is_subagent:
         return f"{base}?{urlencode({'hl': q})}"
     params: dict[str, str | int] = {}

@@ -13,10 +13,11 @@ import uuid
 
 # `user@machine`: letters, digits, `.`, `_`, `-` on each side; no leading dot or dash.
 NAMESPACE_PART = r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}"
-NAMESPACE_RE = re.compile(rf"^{NAMESPACE_PART}@{NAMESPACE_PART}$")
+# Matched in full (`fullmatch`): `$` would take a name ending in a line break.
+NAMESPACE_RE = re.compile(rf"{NAMESPACE_PART}@{NAMESPACE_PART}")
 UUID_PART = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 REF_PATTERN = rf"(?:{NAMESPACE_PART}@{NAMESPACE_PART}/)?{UUID_PART}"
-REF_RE = re.compile(rf"^{REF_PATTERN}$")
+REF_RE = re.compile(REF_PATTERN)
 
 
 class BadRef(ValueError):
@@ -25,7 +26,7 @@ class BadRef(ValueError):
 
 def is_namespace(name: str) -> bool:
     """Whether `name` is a well-formed `user@machine` namespace."""
-    return bool(NAMESPACE_RE.match(name)) and ".." not in name
+    return bool(NAMESPACE_RE.fullmatch(name)) and ".." not in name
 
 
 def session_ref(namespace: str, session_id: uuid.UUID | str) -> str:
@@ -35,7 +36,7 @@ def session_ref(namespace: str, session_id: uuid.UUID | str) -> str:
 
 def ref_parse(ref: str) -> tuple[str, uuid.UUID]:
     """(namespace, id) of a ref; raises BadRef."""
-    if not REF_RE.match(ref):
+    if not REF_RE.fullmatch(ref):
         raise BadRef(f"{ref!r} is not a session id (a UUID), nor user@machine/<id>")
     namespace, _, sid = ref.rpartition("/")
     if namespace and not is_namespace(namespace):

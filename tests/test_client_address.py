@@ -22,8 +22,12 @@ from sessions_app.services.audit import client_address
 )
 def test_client_address(settings, trusted: bool, forwarded: str, expected: str) -> None:
     settings.TRUSTED_PROXY = trusted
+    settings.PROXY_ADDRESSES = ["10.0.0.0/8"]  # the peer, 10.0.0.1, is the proxy
     request = RequestFactory().post("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=forwarded)
     assert client_address(request) == expected
+    # The same header from a peer that is not the proxy is that peer's own say.
+    settings.PROXY_ADDRESSES = ["127.0.0.1", "::1"]
+    assert client_address(request) == "10.0.0.1"
 
 
 def test_a_peer_that_is_no_address_is_not_recorded(settings) -> None:

@@ -11,6 +11,7 @@ import sqlite3
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -313,3 +314,197 @@ def test_audit_log_records_the_client_address_through_nginx(
             row[0] for row in db.execute("SELECT remote_addr FROM sessions_app_auditentry")
         ]
     assert addresses == ["127.0.0.7" if trusted else "127.0.0.1"]
+
+
+def _push_token(env: dict[str, str]) -> str:
+    """A token of a user who may push (the hub's endpoints), in a fresh database."""
+    script = (
+        "from django.contrib.auth.models import User, Permission\n"
+        "from sessions_app.models import ApiToken\n"
+        "u = User.objects.create_user('alice')\n"
+        "u.user_permissions.add(Permission.objects.get(codename='push_sessions'))\n"
+        "print(ApiToken.issue(name='laptop', user=u)[1])\n"
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+SLOW_CHUNK = (
+    "/api/hub/chunk?namespace=alice@laptop&path=.claude/projects/-p/"
+    "d62afd75-12b1-4077-921c-1fa1eda79364.jsonl&offset=0&length=10&sha256=0&staged=1"
+)
+
+
+def _slow_client(
+    port: int, token: str, stop: threading.Event, answers: list[bytes], tls: bool
+) -> None:
+    """A pusher with a valid token whose body arrives one byte a second: it never ends."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    if tls:
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        sock = context.wrap_socket(sock)
+    with sock:
+        sock.sendall(
+            f"POST {SLOW_CHUNK} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+            "Content-Type: application/zstd\r\nContent-Length: 1000\r\n\r\n".encode()
+        )
+        sock.settimeout(1)
+        while not stop.is_set():
+            try:
+                sock.sendall(b"x")
+            except OSError:
+                break  # the server gave up on it: what the deployment should do
+            try:
+                if data := sock.recv(4096):
+                    answers.append(data)
+                    break
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+
+
+def _answered_while_slow_bodies_trickle(
+    port: int, token: str, tls: bool, clients: int
+) -> tuple[float, list[bytes]]:
+    """Seconds a quick hub request takes while `clients` slow bodies trickle, and what
+    the slow ones were answered."""
+    stop = threading.Event()
+    answers: list[bytes] = []
+    threads = [
+        threading.Thread(target=_slow_client, args=(port, token, stop, answers, tls), daemon=True)
+        for _ in range(clients)
+    ]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(1.5 if clients else 0)  # the slow bodies are under way (a second's trickle each)
+        started = time.monotonic()
+        if tls:
+            context = ssl.create_default_context()
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                "127.0.0.1", port, context=context, timeout=30
+            )
+        else:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            conn.request(
+                "GET",
+                "/api/hub/whoami?namespace=alice@laptop",
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            response = conn.getresponse()
+            assert response.status == 200, response.read()
+            response.read()
+        except TimeoutError:
+            return 30.0, answers
+        finally:
+            conn.close()
+        return time.monotonic() - started, answers
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+
+
+def test_slow_bodies_through_the_shipped_nginx_hold_no_worker(
+    tmp_path: Path, certificate: tuple[Path, Path]
+) -> None:
+    """Four pushers trickling their bodies, gunicorn with two threads behind the shipped
+    site: nginx holds the bodies until whole, so a quick request is answered at once."""
+    nginx = _nginx()
+    cert, key = certificate
+    env = _env(tmp_path)
+    env.update(BRANCHBOARD_WORKERS="1", BRANCHBOARD_THREADS="2")
+    token = _push_token(env)
+    app_port, https_port, http_port = _free_port(), _free_port(), _free_port()
+    (tmp_path / "site.conf").write_text(_site_behind(app_port, https_port, http_port, cert, key))
+    temp = "".join(
+        f"{kind}_temp_path {tmp_path}/{kind};\n"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    (tmp_path / "nginx.conf").write_text(
+        f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nworker_processes 1;\n"
+        f"events {{}}\nhttp {{\naccess_log off;\n{temp}include {tmp_path}/site.conf;\n}}\n"
+    )
+    logs = {name: (tmp_path / f"{name}.log").open("wb") for name in ("gunicorn", "nginx")}
+    gunicorn = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "branchboard.wsgi",
+            "-c",
+            str(DEPLOY / "gunicorn.conf.py"),
+            "--bind",
+            f"127.0.0.1:{app_port}",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=logs["gunicorn"],
+    )
+    proxy = subprocess.Popen(
+        [nginx, "-c", str(tmp_path / "nginx.conf"), "-p", str(tmp_path), "-g", "daemon off;"],
+        stdout=subprocess.DEVNULL,
+        stderr=logs["nginx"],
+    )
+    try:
+        _wait_for_port(app_port, gunicorn, "gunicorn", tmp_path / "gunicorn.log")
+        _wait_for_port(https_port, proxy, "nginx", tmp_path / "nginx.log")
+        seconds, _ = _answered_while_slow_bodies_trickle(https_port, token, tls=True, clients=4)
+        assert seconds < 5, f"a quick request waited {seconds:.1f} s behind slow bodies"
+    finally:
+        proxy.terminate()
+        gunicorn.terminate()
+        proxy.wait(timeout=30)
+        gunicorn.wait(timeout=30)
+        for log in logs.values():
+            log.close()
+
+
+def test_slow_bodies_to_gunicorn_alone_are_cut_at_the_apps_deadline(tmp_path: Path) -> None:
+    """Without nginx in front: the app gives a hub request's body BRANCHBOARD_HUB_BODY_SECONDS,
+    then answers 408 and frees its thread."""
+    env = _env(tmp_path)
+    env.update(BRANCHBOARD_WORKERS="1", BRANCHBOARD_THREADS="2", BRANCHBOARD_HUB_BODY_SECONDS="2")
+    token = _push_token(env)
+    port = _free_port()
+    log = (tmp_path / "gunicorn.log").open("wb")
+    gunicorn = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "branchboard.wsgi",
+            "-c",
+            str(DEPLOY / "gunicorn.conf.py"),
+            "--bind",
+            f"127.0.0.1:{port}",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+    try:
+        _wait_for_port(port, gunicorn, "gunicorn", tmp_path / "gunicorn.log")
+        seconds, answers = _answered_while_slow_bodies_trickle(port, token, tls=False, clients=2)
+        assert seconds < 5, f"a quick request waited {seconds:.1f} s behind slow bodies"
+        assert len(answers) == 2 and all(b" 408 " in a.split(b"\r\n")[0] for a in answers), answers
+    finally:
+        gunicorn.terminate()
+        gunicorn.wait(timeout=30)
+        log.close()

@@ -6,7 +6,11 @@ a half-written last line, completed later), rewind, undo and fork on the laptop,
 a session file deleted there, a push, a push cut off after a few chunks (before a
 request, or after it with the answer lost), a hub restart (its files and database
 kept, the rest dropped; a staging file may have lost its tail), a fork made on the
-hub and a pull of it back to the laptop.
+hub and a pull of it back to the laptop; a push racing a manual push that starts a
+file over (two threads, two connections); hostile requests (a namespace ending in a
+line break, a name the disk cannot hold, a path below a file, a chunk at an offset
+the hub holds nothing of, another spelling of a path), each refused with nothing
+written, or answered as its one spelling.
 
 After every push: the hub holds each of the laptop's files byte for byte, and for a
 deleted one the version it last held before the deletion; after a push cut off, each
@@ -20,11 +24,15 @@ turns, active leaf, each turn's prompt, every row's offset).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import sys
 import tempfile
+import threading
 from pathlib import Path
 
+import orjson
 import pytest
 from django.db import connections
 from django.test import override_settings
@@ -43,6 +51,7 @@ from hypothesis.stateful import (
 from sessions_app.models import (
     ApiToken,
     AuditEntry,
+    HubFile,
     HubNamespace,
     Project,
     Session,
@@ -55,7 +64,7 @@ from sessions_app.services.branching import (
     session_rewind_undo,
 )
 from sessions_app.services.hub.client import Hub, HubError, Login
-from sessions_app.services.hub.namespaces import hub_roots, namespace_folder
+from sessions_app.services.hub.namespaces import hub_path_normal, hub_roots, namespace_folder
 from sessions_app.services.hub.pulling import pull
 from sessions_app.services.hub.pushing import push
 from sessions_app.services.importing import sessions_import
@@ -64,6 +73,11 @@ from .corpus import FIXTURES
 from .index_check import fresh_import_facts, index_facts
 from .test_hub import _user
 from .test_trust_machine import cli_append
+
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:
+    from backports import zstd
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -373,6 +387,110 @@ class HubAndLaptop(RuleBasedStateMachine):
             self.held[inside] = written.read_bytes()
         assert self.hub.json("GET", "pulls")["files"] == [], "a pulled file is offered again"
 
+    @rule(pick=st.integers(0, 100))
+    def push_races_a_start_over(self, pick: int) -> None:
+        """The `--watch` service pushes while a manual push starts one file over (a chunk
+        at offset 0, on a connection of its own, in another thread): the live file is
+        never written through a staging handle, and the next push brings all up to date."""
+        laptop = self._laptop_files()
+        inside = self._in_order(list(laptop))[pick % len(laptop)]
+        raw = laptop[inside]
+        first = raw[: raw.find(b"\n") + 1] or raw
+        other = Hub(Login(self.url, NS, self.token))
+        params = {
+            "path": inside,
+            "offset": 0,
+            "length": len(first),
+            "sha256": hashlib.sha256(first).hexdigest(),
+            "staged": "1",
+        }
+
+        def start_over() -> None:
+            try:
+                other.call(
+                    "POST",
+                    "chunk",
+                    params,
+                    body=zstd.compress(first),
+                    content_type="application/zstd",
+                )
+            except HubError as exc:
+                assert exc.status == 409, exc  # a commit took its staging file meanwhile
+            finally:
+                _close(other)
+
+        racing = threading.Thread(target=start_over)
+        racing.start()
+        try:
+            push(self.hub)  # may be refused for that file: its staging file started over
+        finally:
+            racing.join(timeout=60)
+        for name, now_raw in laptop.items():
+            now = self._hub_bytes(name)
+            if now is None:
+                assert name not in self.held, f"{name}: gone from the hub"
+                continue
+            assert now == self.held.get(name) or now_raw.startswith(now), (
+                f"{name}: the hub holds neither what it had nor a start of the file"
+            )
+        self.push_all(cut=None)
+
+    @rule(
+        kind=st.sampled_from(["namespace", "long name", "below a file", "offset", "spelling"]),
+        pick=st.integers(0, 100),
+    )
+    def hostile_request(self, kind: str, pick: int) -> None:
+        """A request no honest push makes: refused with a 4xx, nothing written; another
+        spelling of a path is answered as the path and recorded as it."""
+        base = namespace_folder(NS)
+        before = (
+            {p: p.read_bytes() for p in base.rglob("*") if p.is_file()} if base.exists() else {}
+        )
+        records = sorted(HubFile.objects.values_list("path", "size"))
+        laptop = self._in_order(list(self._laptop_files()))
+        inside = laptop[pick % len(laptop)]
+        namespace, params = NS, {"path": inside, "offset": 0, "staged": "1"}
+        data = b'{"type":"user"}\n'
+        endpoint = "chunk"
+        if kind == "namespace":
+            namespace = NS + "\n"
+        elif kind == "long name":
+            params["path"] = f"{inside.rsplit('/', 1)[0]}/{'x' * 244}.jsonl"
+        elif kind == "below a file":
+            held = self._in_order(list(self.held))
+            if not held:
+                return
+            params = {"path": f"{held[pick % len(held)]}/y.jsonl", "size": 1, "sha256": "0"}
+            endpoint = "commit"
+        elif kind == "offset":
+            params["path"] = f"{inside.rsplit('/', 1)[0]}/hostile/{inside.rsplit('/', 1)[1]}"
+            params["offset"] = 5
+        else:
+            root, rest = next((r, inside[len(r) + 1 :]) for r in ROOTS if inside.startswith(r))
+            asked = [f"{root}//{rest.replace('/', '//')}/", inside]
+            answer = self.hub.json("POST", "state", body=orjson.dumps({"paths": asked}))["files"]
+            assert answer.get(asked[0]) == answer.get(inside), "two spellings, two answers"
+            assert sorted(HubFile.objects.values_list("path", "size")) == records
+            return
+        if endpoint == "chunk":
+            params.update(length=len(data), sha256=hashlib.sha256(data).hexdigest())
+        hostile = Hub(Login(self.url, namespace, self.token))
+        try:
+            with pytest.raises(HubError) as refused:
+                hostile.call(
+                    "POST",
+                    endpoint,
+                    params,
+                    body=zstd.compress(data),
+                    content_type="application/zstd",
+                )
+        finally:
+            _close(hostile)
+        assert 400 <= refused.value.status < 500, refused.value
+        after = {p: p.read_bytes() for p in base.rglob("*") if p.is_file()} if base.exists() else {}
+        assert after == before, f"a refused {kind} request changed the hub's files"
+        assert sorted(HubFile.objects.values_list("path", "size")) == records
+
     # What stays true
 
     def _hub_bytes(self, inside: str) -> bytes | None:
@@ -396,6 +514,8 @@ class HubAndLaptop(RuleBasedStateMachine):
         index = {p: f for p, f in index_facts().items() if p.startswith(base)}
         named = Session.objects.filter(namespace=NS).values_list("path", flat=True)
         assert set(named) == set(index), "a session of the namespace outside its folder"
+        for path in HubFile.objects.values_list("path", flat=True):
+            assert hub_path_normal(path) == path, f"{path!r} recorded as spelled, not as one path"
         assert index == fresh_import_facts(hub_roots())
 
 

@@ -53,7 +53,7 @@ CONVERSATION_KINDS = frozenset(
 )
 
 UUID_RE = re.compile(
-    r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+    r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z"
 )
 TEXT_LIMIT = 2000
 MAX_COUNT = 2**31 - 1  # token counts fit a 32-bit integer column on every database

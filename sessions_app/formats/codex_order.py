@@ -41,7 +41,12 @@ class LineChain:
         uuid = line_uuid(self.line, self.session_id)
         self.line += 1
         parent = self.previous
-        if record.kind == REWIND and record.text and record.text.isdigit():
+        if (
+            record.kind == REWIND
+            and record.text
+            and record.text.isascii()
+            and record.text.isdigit()
+        ):
             parent = self._before_prompts(int(record.text))
         own = self.session_id.lower()
         if record.session_id and own and self.line > 1 and record.session_id.lower() != own:

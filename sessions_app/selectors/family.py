@@ -8,7 +8,7 @@ from ..lineage import Box, box_pks, family_boxes
 from ..models import Session
 
 # What an agent id may look like in a URL (`subagents/<id>/`).
-AGENT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+AGENT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # \Z: `$` takes a final line break
 
 
 def lineage_of(session: Session) -> tuple[Box, dict[int, Session]]:

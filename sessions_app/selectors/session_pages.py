@@ -114,7 +114,7 @@ def cursor_text(session: Session) -> str:
 def parse_cursor(text: str, sort: str) -> Cursor | None:
     """The cursor a link carried for `sort`, or None if it is not one (a first page then)."""
     pk, _, key = text.partition(":")
-    if not pk.isdigit() or len(pk) > 18:
+    if not (pk.isascii() and pk.isdigit()) or len(pk) > 18:  # `"²".isdigit()` is true
         return None
     spec = list_sort(sort)
     try:

@@ -22,7 +22,7 @@ from ..models import Session
 from ..models_archive import ArchivedFile
 from .archive import ArchiveError, ArchiveReader, archive_covers, digest, piece_bytes
 from .archive_files import archived_file_bytes, file_history_folder
-from .branching.errors import PushedReadOnly, SourceChanged
+from .branching.errors import SourceChanged
 from .branching.guards import check_not_pushed
 from .roots import UnsafePath, check_inside
 
@@ -44,12 +44,11 @@ def session_restore(*, session: Session) -> Restored:
     back from the archive.
 
     Returns the files written. Raises `RestoreRefused` when a file is there already,
-    the archive does not hold the session whole, or a piece is corrupted.
+    the archive does not hold the session whole, or a piece is corrupted, and
+    `PushedReadOnly` for a session a machine pushed to this hub.
     """
-    try:
-        check_not_pushed(session, "a restore")
-    except PushedReadOnly as exc:
-        raise RestoreRefused(str(exc)) from None
+    # Refused as rewind and undo are (403): the file is the machine's, not a conflict.
+    check_not_pushed(session, "a restore")
     if os.path.lexists(session.path):
         raise RestoreRefused(
             f"{session.path} exists: nothing to restore (a file is never overwritten)"

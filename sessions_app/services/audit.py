@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import getpass
 import ipaddress
 from dataclasses import dataclass
@@ -72,7 +73,7 @@ def audit_record(
 
 def client_address(request: HttpRequest) -> str | None:
     """The client's address: the trusted proxy's X-Forwarded-For, else the peer's."""
-    if settings.TRUSTED_PROXY:
+    if settings.TRUSTED_PROXY and from_proxy(request):
         # The shipped nginx site sets the header to the address it saw; a proxy that
         # appends instead leaves the client's own say first, so trust the last entry.
         forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "").rsplit(",", 1)[-1].strip()
@@ -80,6 +81,27 @@ def client_address(request: HttpRequest) -> str | None:
             return forwarded
     peer = request.META.get("REMOTE_ADDR", "")
     return peer if _is_ip(peer) else None
+
+
+def from_proxy(request: HttpRequest) -> bool:
+    """Whether the peer is the reverse proxy (BRANCHBOARD_PROXY_ADDRESSES), whose
+    forwarded headers are its word; anyone else's are their own say."""
+    return _peer_in(request.META.get("REMOTE_ADDR", ""), tuple(settings.PROXY_ADDRESSES))
+
+
+@functools.lru_cache(maxsize=64)
+def _peer_in(peer: str, proxies: tuple[str, ...]) -> bool:
+    try:
+        address = ipaddress.ip_address(peer)
+    except ValueError:
+        return False
+    for proxy in proxies:
+        try:
+            if address in ipaddress.ip_network(proxy, strict=False):
+                return True
+        except ValueError:
+            continue  # not an address (settings refuses one at start)
+    return False
 
 
 def _is_ip(value: str) -> bool:

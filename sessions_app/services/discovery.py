@@ -25,7 +25,7 @@ from ..formats import (
 from .files import stale_temp_files_remove
 from .roots import file_kind, resolve_root
 
-AGENT_FILE_RE = re.compile(r"^agent-[A-Za-z0-9_-]+\.jsonl$")
+AGENT_FILE_RE = re.compile(r"^agent-[A-Za-z0-9_-]+\.jsonl\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +192,7 @@ def _session_file(root: Path, folder: Path, agent: Agent, path: Path) -> Session
 
 
 # A dated layout's folders: a year, a month, a day.
-DATED_FOLDER_RE = re.compile(r"^\d{2,4}$")
+DATED_FOLDER_RE = re.compile(r"^[0-9]{2,4}\Z")  # ASCII, in full
 DATED_DEPTH = 3
 HEAD_LIMIT = 256 * 1024  # the first line (session meta) is read for the project's folder
 HEAD_LINES = 8  # lines read for a cwd when the first names none (before Codex's envelope)

@@ -183,11 +183,12 @@ def _has_tool_call(raw: bytes) -> bool:
 
 def check_not_pushed(session: Session, action: str) -> None:
     """Refuse `action` on a session a machine pushed to this hub: its file is the
-    machine's, kept byte for byte; only actions that make new files are done here."""
+    machine's, kept byte for byte; only actions that make new files are done here.
+    `action` with its article ("a restore"): the message ends "or restore it on that machine"."""
     if session.namespace:
         raise PushedReadOnly(
             f"{action} is not done on the hub: session {session.session_id} belongs to "
             f"{session.namespace}, whose file the hub keeps as pushed. Branch or fork it "
             f"here (the new session goes back to {session.namespace.partition('@')[2]}), "
-            f"or {action} it on that machine."
+            f"or {action.split(' ', 1)[-1]} it on that machine."
         )

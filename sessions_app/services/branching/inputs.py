@@ -38,7 +38,7 @@ def turn_input(value: object) -> int | None:
         return None
     if isinstance(value, str):
         text = value.strip()
-        if text.lstrip("-").isdigit() and len(text) <= 12:
+        if text.isascii() and text.lstrip("-").isdigit() and len(text) <= 12:
             return int(text)
     elif isinstance(value, int) and not isinstance(value, bool):
         return value

@@ -16,6 +16,11 @@ from django.conf import settings
 from ...formats import agents
 from ...session_refs import is_namespace
 
+# The longest name a folder on the hub's disk holds (bytes: NAME_MAX of Linux file
+# systems), and of a pushed file: its staging and lock files add a dot and five bytes.
+MAX_PART = 255
+MAX_NAME = MAX_PART - len("..push")
+
 
 class BadHubPath(ValueError):
     """A pushed path that is not a session file under one of the CLIs' session folders."""
@@ -75,7 +80,8 @@ def hub_path_check(path: str) -> tuple[str, PurePosixPath]:
 
     Only a session file's shape under one of the CLIs' session folders is taken: no `..`,
     no absolute path, no control character, no empty or hidden part below the root
-    folder, a `.jsonl` name."""
+    folder, a `.jsonl` name, no name longer than the hub's disk holds. `projects//p` and
+    `projects/p` are the same path: `hub_path_normal` is its one spelling."""
     if not path or "\\" in path or not path.isprintable() or path.startswith("/"):
         raise BadHubPath(f"{path!r}: a path relative to the machine's home is expected")
     parts = PurePosixPath(path).parts
@@ -89,7 +95,29 @@ def hub_path_check(path: str) -> tuple[str, PurePosixPath]:
                 break
             if len(path) > 1000:
                 break
+            _lengths_check(rest)
             return root, rest
     raise BadHubPath(
         f"{path!r}: not a session file under {', '.join(root_folders())} (relative to the home)"
     )
+
+
+def hub_path_normal(path: str) -> str:
+    """The one spelling of a pushed path (`a//b/` is `a/b`), as the hub records it."""
+    root, rest = hub_path_check(path)
+    return f"{root}/{rest}"
+
+
+def _lengths_check(rest: PurePosixPath) -> None:
+    """Names the hub's disk cannot hold are refused here, before anything is made."""
+    for part in rest.parts[:-1]:
+        if len(part.encode()) > MAX_PART:
+            raise BadHubPath(
+                f"{part[:40]}...: a folder name of {len(part.encode())} bytes; "
+                f"the hub's disk holds at most {MAX_PART} bytes"
+            )
+    if len(rest.name.encode()) > MAX_NAME:
+        raise BadHubPath(
+            f"{rest.name[:40]}...: a file name of {len(rest.name.encode())} bytes; "
+            f"a hub takes at most {MAX_NAME} bytes"
+        )

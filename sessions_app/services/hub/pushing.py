@@ -34,7 +34,7 @@ from ...formats import agents
 from ..discovery import RootError, SessionFile, discover
 from ..roots import open_regular
 from .client import LONG_TIMEOUT, Hub, HubError
-from .namespaces import hub_folder
+from .namespaces import BadHubPath, hub_folder, hub_path_check
 from .proofs import Held, proofs
 
 if sys.version_info >= (3, 14):
@@ -111,6 +111,11 @@ def local_files(report: PushReport) -> list[Local]:
         report.problems.extend(problems)
         for source in files:
             local = _local(source, key)
+            try:
+                hub_path_check(local.hub_path)  # the hub's own rule: said before sending
+            except BadHubPath as exc:
+                report.problems.append(f"{local.path}: not pushed: {exc}")
+                continue
             if _may_go(local.project):
                 found.append(local)
             else:

@@ -22,6 +22,8 @@ import hashlib
 import os
 import stat
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,7 +34,7 @@ from ...models import HubFile, HubNamespace, Session
 from ...session_refs import is_namespace
 from . import indexing
 from .indexing import NotImported, hub_import, session_catch_up
-from .namespaces import BadHubPath, hub_path_check, namespace_folder
+from .namespaces import BadHubPath, hub_path_check, hub_path_normal, namespace_folder
 from .proofs import Held, proofs
 
 if TYPE_CHECKING:
@@ -68,6 +70,12 @@ class ChunkMismatch(PushRefused):
 
 class TooLarge(PushRefused):
     status = 413
+
+
+class NotAFolder(PushRefused):
+    """The path goes through a name the hub holds as a file (`<file>.jsonl/y.jsonl`)."""
+
+    status = 409
 
 
 def max_file() -> int:
@@ -117,23 +125,31 @@ def held(path: Path) -> Held | None:
         return None
     except OSError as exc:
         raise PushRefused(f"{path.name}: cannot be read on the hub ({exc.strerror})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # checked before fdopen, which refuses a folder
+        os.close(fd)
+        raise PushRefused(f"{path.name}: not a regular file on the hub")
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise PushRefused(f"{path.name}: not a regular file on the hub")
         return proofs(f, st.st_size)
 
 
 def files_state(namespace: HubNamespace, paths: list[str]) -> dict[str, dict[str, object]]:
-    """For each path the hub holds (or has a staging file of): what it holds."""
-    state: dict[str, dict[str, object]] = {}
-    recorded = dict(namespace.files.filter(path__in=paths).values_list("path", "size"))
+    """For each path the hub holds (or has a staging file of): what it holds, under the
+    spelling asked; every spelling of one path is one file (`hub_path_normal`)."""
+    spelled: dict[str, list[str]] = {}
     for path in paths:
         try:
-            root, target = target_of(namespace, path)
+            spelled.setdefault(hub_path_normal(path), []).append(path)
         except BadHubPath:
             continue
-        found, staged = held(target), held(staging_of(target))
+    state: dict[str, dict[str, object]] = {}
+    recorded = dict(namespace.files.filter(path__in=spelled).values_list("path", "size"))
+    for path, asked in spelled.items():
+        root, target = target_of(namespace, path)
+        try:
+            found, staged = held(target), held(staging_of(target))
+        except PushRefused:
+            continue  # a folder where the file would be: no file held; its push is refused
         if found is None and staged is None:
             continue
         if found is not None and recorded.get(path) != found.size:
@@ -146,7 +162,8 @@ def files_state(namespace: HubNamespace, paths: list[str]) -> dict[str, dict[str
         entry: dict[str, object] = found.as_json() if found else {}
         if staged is not None:
             entry["staging"] = staged.as_json()
-        state[path] = entry
+        for spelling in asked:
+            state[spelling] = entry
     return state
 
 
@@ -178,40 +195,46 @@ def chunk_receive(
     """Add `raw` at `offset` of the file (or of its staging file); returns the new size.
 
     At offset 0 a staging file starts over; elsewhere the bytes held must be `offset`
-    long and match the proof (`head`, `tail`). An append is imported at once."""
+    long and match the proof (`head`, `tail`). An append is imported at once. A refused
+    chunk makes nothing: no staging file, no folder."""
+    path = hub_path_normal(path)
     root, target = target_of(namespace, path)
     if offset + len(raw) > max_file():
         raise TooLarge(f"a session file on this hub holds at most {max_file()} bytes")
-    into = staging_of(target) if staged else target
-    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_APPEND
-    if staged:
-        flags |= os.O_CREAT
-        _folders_make(namespace, target.parent)
-    elif offset == 0:
+    if not staged and offset == 0:
         raise PushRefused("a new or rewritten file is pushed staged, then committed")
-    try:
-        fd = os.open(into, flags, 0o600)
-    except FileNotFoundError:
-        raise ProofFailed(f"{path}: the hub holds no such file; push it whole") from None
-    except OSError as exc:
-        raise PushRefused(f"{path}: cannot be written on the hub ({exc.strerror})") from None
-    with os.fdopen(fd, "r+b", buffering=0) as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # one push of a file at a time
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise PushRefused(f"{path}: not a regular file on the hub")
-        if staged and offset == 0:
-            f.truncate(0)
-        elif st.st_size != offset:
-            raise ProofFailed(f"{path}: the hub holds {st.st_size} bytes, not {offset}")
-        elif proofs(f, offset) != Held(offset, head, tail):
-            raise ProofFailed(f"{path}: the bytes the hub holds are not the start of this file")
-        f.seek(0, os.SEEK_END)
-        view = memoryview(raw)
-        while view:
-            view = view[os.write(f.fileno(), view) :]
-        os.fsync(f.fileno())
-        size = offset + len(raw)
+    into = staging_of(target) if staged else target
+    starts = staged and offset == 0
+    if starts:
+        _folders_make(namespace, target.parent)
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT if starts else 0)
+    with file_lock(path, target):
+        try:
+            fd = os.open(into, flags, 0o600)
+        except FileNotFoundError:
+            raise ProofFailed(f"{path}: the hub holds no such file; push it whole") from None
+        except OSError as exc:
+            raise PushRefused(f"{path}: cannot be written on the hub ({exc.strerror})") from None
+        with os.fdopen(fd, "r+b", buffering=0) as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise PushRefused(f"{path}: not a regular file on the hub")
+            if not _still_at(into, st):
+                # Under the lock no commit moves it; should anything else have, the
+                # handle is not the file this chunk is for.
+                raise ProofFailed(f"{path}: the file changed on the hub while pushed; push again")
+            if starts:
+                f.truncate(0)
+            elif st.st_size != offset:
+                raise ProofFailed(f"{path}: the hub holds {st.st_size} bytes, not {offset}")
+            elif proofs(f, offset) != Held(offset, head, tail):
+                raise ProofFailed(f"{path}: the bytes the hub holds are not the start of this file")
+            f.seek(0, os.SEEK_END)
+            view = memoryview(raw)
+            while view:
+                view = view[os.write(f.fileno(), view) :]
+            os.fsync(f.fileno())
+            size = offset + len(raw)
     if not staged:
         # Indexed first, then recorded: a hub killed between the two is caught up by the
         # next push's state (`files_state`), which finds the record behind the file.
@@ -222,27 +245,36 @@ def chunk_receive(
 
 def commit(namespace: HubNamespace, path: str, *, size: int, sha256: str) -> Session:
     """Put a staged file in place of the old one (or as a new one), whole and checked."""
+    path = hub_path_normal(path)
     root, target = target_of(namespace, path)
     staging = staging_of(target)
-    try:
-        fd = os.open(staging, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        raise ProofFailed(f"{path}: nothing staged to commit; push it again") from None
-    with os.fdopen(fd, "rb") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        if os.fstat(f.fileno()).st_size != size:
-            raise ProofFailed(f"{path}: the staged file is not {size} bytes long")
-        whole = hashlib.sha256()
-        while block := f.read(1 << 20):
-            whole.update(block)
-        if whole.hexdigest() != sha256:
-            raise ProofFailed(f"{path}: the staged file's SHA-256 is not the one announced")
-        os.replace(staging, target)
-    folder_fd = os.open(target.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder_fd)
-    finally:
-        os.close(folder_fd)
+    with file_lock(path, target):
+        try:
+            fd = os.open(staging, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise ProofFailed(f"{path}: nothing staged to commit; push it again") from None
+        except OSError as exc:
+            raise PushRefused(f"{path}: cannot be read on the hub ({exc.strerror})") from None
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or not _still_at(staging, st):
+                raise ProofFailed(f"{path}: the staged file changed on the hub; push it again")
+            if st.st_size != size:
+                raise ProofFailed(f"{path}: the staged file is not {size} bytes long")
+            whole = hashlib.sha256()
+            while block := f.read(1 << 20):
+                whole.update(block)
+            if whole.hexdigest() != sha256:
+                raise ProofFailed(f"{path}: the staged file's SHA-256 is not the one announced")
+            try:
+                os.replace(staging, target)
+            except IsADirectoryError:
+                raise NotAFolder(f"{path}: the hub holds a folder of that name") from None
+        folder_fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder_fd)
+        finally:
+            os.close(folder_fd)
     session = hub_import(root, target, catch_up=size <= indexing.INLINE_CATCH_UP)
     pushed_record(namespace, path, size)  # after the import: see chunk_receive
     return session
@@ -250,6 +282,7 @@ def commit(namespace: HubNamespace, path: str, *, size: int, sha256: str) -> Ses
 
 def catch_up(namespace: HubNamespace, path: str) -> Session:
     """Search words and usage of a pushed file whose commit indexed its records only."""
+    path = hub_path_normal(path)
     _, target = target_of(namespace, path)
     session = Session.objects.filter(namespace=namespace.name, path=str(target)).first()
     if session is None:
@@ -263,6 +296,49 @@ def pushed_record(namespace: HubNamespace, path: str, size: int) -> None:
     HubNamespace.objects.filter(pk=namespace.pk).update(last_push_at=timezone.now())
 
 
+@contextmanager
+def file_lock(path: str, target: Path) -> Iterator[None]:
+    """One push of a file at a time, across the hub's processes: a lock file beside it
+    (`.<name>.lock`), held across open, check and write, and removed by its holder.
+
+    The lock is not the staging file's own: a commit renames that into place, and a
+    chunk holding a handle to it by then would write into the live file."""
+    lock = target.with_name(f".{target.name}.lock")
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:
+            raise ProofFailed(f"{path}: the hub holds no such file; push it whole") from None
+        except NotADirectoryError:
+            raise NotAFolder(
+                f"{path}: the hub holds a file where this path has a folder; not a folder"
+            ) from None
+        except OSError as exc:
+            raise PushRefused(f"{path}: cannot be written on the hub ({exc.strerror})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if _still_at(lock, os.fstat(fd)):
+                break
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # its holder removed it as this one waited: take the new one
+    try:
+        yield
+    finally:
+        os.unlink(lock)  # while held: a waiter finds its lock gone and takes a new one
+        os.close(fd)
+
+
+def _still_at(path: Path, st: os.stat_result) -> bool:
+    """Whether the open file `st` is still the one at `path` (not renamed or replaced)."""
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
+
+
 def _folders_make(namespace: HubNamespace, folder: Path) -> None:
     """Make the folders down to `folder`, private, refusing a link on the way."""
     base = namespace_folder(namespace.name)
@@ -274,4 +350,4 @@ def _folders_make(namespace: HubNamespace, folder: Path) -> None:
             os.mkdir(at, 0o700)
         except FileExistsError:
             if not stat.S_ISDIR(os.lstat(at).st_mode):
-                raise PushRefused(f"{at.name}: not a folder on the hub") from None
+                raise NotAFolder(f"{at.name}: not a folder on the hub") from None
