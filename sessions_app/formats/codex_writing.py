@@ -79,7 +79,7 @@ def fork_refusal(meta_line: bytes, *, source_id: str) -> str:
 def fork_meta_line(
     meta_line: bytes, *, source_id: str, new_id: str, kept_lines: int, now: datetime
 ) -> bytes:
-    """The source's `session_meta` line as the fork's: its new id, where it came from, made now."""
+    """The source's `session_meta` line as the fork's: its new id and where it came from."""
     if not is_session_id(new_id):
         raise ValueError(f"{new_id!r} is not a session id")
     data = _meta(meta_line)
@@ -95,8 +95,8 @@ def fork_meta_line(
             # Where Codex's own fork writes them: right after the id.
             payload["forked_from_id"] = source_id
             payload["forked_from_ordinal_exclusive"] = kept_lines
-    if "timestamp" in payload:
-        payload["timestamp"] = stamp
+    # The payload's `timestamp` (when the thread's history began) stays: the lines copied
+    # after it are that history, and their usage is keyed by it (`codex_usage`).
     data["payload"] = payload
     if "timestamp" in data:
         data["timestamp"] = stamp
