@@ -90,7 +90,7 @@ def test_a_sub_agent_replaying_its_parents_token_counts_adds_only_its_own_respon
     Session.objects.all().delete()
     Usage.objects.all().delete()
 
-    _root(tmp_path / "both", settings, WILD)
+    _root(tmp_path / "both", settings, WILD, PARENT, CHILD)
 
     both = _everything()
     assert both.messages == alone.messages + 1 == len(RESPONSES) + 1
