@@ -8,8 +8,9 @@ Shapes, by release:
   then bare response items (`{type: "message", role, content}`) and `{record_type: "state"}`.
 
 The turn rule for Codex: a turn starts at a `response_item` user message that is not text
-Codex injected itself (`<environment_context>`, `<user_instructions>`, AGENTS.md ...). The
-`event_msg` `user_message` echoes the same prompt for the CLI's screen and is bookkeeping:
+Codex injected itself (`<environment_context>`, `<user_instructions>`, AGENTS.md ...); in a
+file with `event_msg` `user_message` events, only one such an event confirms (`codex_order`).
+The `event_msg` `user_message` echoes the same prompt for the CLI's screen and is bookkeeping:
 the response items are the history `codex resume` sends to the model, so a cut at a turn
 boundary is a cut in that history. Codex writes no uuid chain: `codex_order` chains the
 lines by their order and turns a rollback event into an abandoned branch.
@@ -172,6 +173,10 @@ def _event(record: ParsedRecord, event: dict[str, Any]) -> None:
             record.text = str(turns)
         else:
             note(record, "payload.num_turns", "not a turn count", turns)
+    elif event_type == "user_message":
+        message = event.get("message")
+        # What was typed: it tells which user message before it is the prompt (`LineChain`).
+        record.text = clip(message) if isinstance(message, str) else None
     elif event_type == "turn_aborted":
         record.kind = USER_OTHER
     elif event_type == "token_count":
