@@ -53,6 +53,7 @@ class LineChain:
         self.model: str | None = None
         self.candidates: list[tuple[int, str]] = []  # (line, key) of prompts not confirmed yet
         self.not_prompts: list[int] = []  # lines read as prompts that an event showed are not
+        self.derived = False  # the lines read hold `user_message` events
 
     def link(self, record: ParsedRecord) -> ParsedRecord:
         """`record`, read from the next line, with its uuid and parent set."""
@@ -78,6 +79,7 @@ class LineChain:
     def _confirm(self, key: str) -> None:
         """A `user_message` event: the latest message with its text is the prompt, the ones
         before it were context. An event that matches none changes nothing."""
+        self.derived = True
         for k in range(len(self.candidates) - 1, -1, -1):
             if self.candidates[k][1] == key:
                 for line, _ in self.candidates[:k]:
@@ -85,6 +87,16 @@ class LineChain:
                     self.kinds[line_uuid(line, self.session_id)] = USER_OTHER
                 break
         self.candidates.clear()
+
+    def settled(self, *, final: bool) -> list[int]:
+        """The lines read as prompts that are not (told once); `final`: the read ends here,
+        so a message no event confirmed in a file with events is context too."""
+        if final and self.derived:
+            for line, _ in self.candidates:
+                self.not_prompts.append(line)
+            self.candidates.clear()
+        lines, self.not_prompts = self.not_prompts, []
+        return lines
 
     def _before_prompts(self, turns: int) -> str | None:
         """The parent of the `turns`-th prompt back on the chain ending at the previous line."""

@@ -103,6 +103,29 @@ def fork_meta_line(
     return orjson.dumps(data) + b"\n"
 
 
+def later_meta_line(line: bytes, *, new_id: str) -> bytes:
+    """A later `session_meta` line of the source as the fork's: its id made the fork's.
+
+    Codex takes a file's first `session_meta` for the thread and keeps later ones (a session
+    resumed in the app, the parent's line a `thread_spawn` sub-agent or a 0.3x resume
+    replays) as items it sends nothing of (`RolloutRecorder::load_rollout_items`); a copy
+    that kept another thread's id in them would name two threads. Everything else stays,
+    the `timestamp` of the thread they began too (`codex_usage` keys by it).
+    """
+    if not is_session_id(new_id):
+        raise ValueError(f"{new_id!r} is not a session id")
+    data = _meta(line)
+    if data is None:
+        return line if line.endswith(b"\n") else line + b"\n"  # not one: as it was
+    payload = data["payload"]
+    inner = payload.get("meta")
+    meta = inner if isinstance(inner, dict) else payload
+    for key in ("id", "session_id"):
+        if key in meta:
+            meta[key] = new_id
+    return orjson.dumps(data) + b"\n"
+
+
 def title_line(*, session_id: str, title: str, parent_uuid: str | None, base: dict) -> bytes:
     """Codex keeps a thread's name in its own databases, not in the rollout: its forks are
     written by `prefix_fork` with no title line, so this is never called for it."""

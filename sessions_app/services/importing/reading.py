@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, several times faster
 
@@ -133,7 +133,7 @@ class FileReader:
                 if line_end:
                     self.bytes_end, self.line_end = bytes_end, line_end
                 foreign, backups = 0, False
-                self._not_prompts(chain, rows.first_line)
+                self._not_prompts(chain, rows.first_line, final=False)
                 yield rows
                 rows = Rows(line_no)
                 self.nodes = []
@@ -181,18 +181,15 @@ class FileReader:
         self.tail_offset, self.tail = tail_offset, tail
         if line_end:
             self.bytes_end, self.line_end = bytes_end, line_end
-        self._not_prompts(chain, rows.first_line)
+        self._not_prompts(chain, rows.first_line, final=True)
         yield rows
 
-    def _not_prompts(self, chain: object, first_line: int) -> None:
+    def _not_prompts(self, chain: Any, first_line: int, *, final: bool) -> None:
         """The lines the agent's chain learnt later were no prompts (Codex): context."""
-        lines = getattr(chain, "not_prompts", None)
-        if not lines:
-            return
-        for line in lines:
+        settled = getattr(chain, "settled", None)
+        for line in settled(final=final) if settled is not None else ():
             if 0 <= line - first_line < len(self.nodes):
                 self.nodes[line - first_line].kind = USER_OTHER
-        lines.clear()
 
     def _cuts(self, line_no: int) -> tuple[int, int]:
         """The lines from which a piece starting at `line_no` ends before a prompt, and anyway."""
