@@ -28,6 +28,7 @@ SOURCES = [
     "019a0000-aaaa-7aaa-8aaa-00000000000a",  # 0.55: token_count only, three turns
     "019a0000-bbbb-7bbb-8bbb-00000000000b",  # thread_spawn sub-agent replaying its parent
     "019a0000-dddd-7ddd-8ddd-00000000000d",  # Desktop: <recommended_plugins>, resumed
+    "019a0000-eeee-7eee-8eee-00000000000e",  # 0.55 resumed from another rollout, replaying it
 ]
 
 
