@@ -21,6 +21,27 @@ REPO = Path(__file__).resolve().parents[2]
 DEFAULT = Path("/work/shared/corpus/public/codex/sessions")
 
 
+def provider_options(path: Path, url: str) -> list[str]:
+    """A rollout recorded under a provider of its own (`codex`, `freemodel`, ...) resumes only
+    under that provider: the same fake model, configured under its id."""
+    import orjson
+
+    try:
+        payload = orjson.loads(path.read_bytes().split(b"\n", 1)[0]).get("payload") or {}
+    except (orjson.JSONDecodeError, AttributeError):
+        return []
+    provider = payload.get("model_provider") if isinstance(payload, dict) else None
+    if not isinstance(provider, str) or provider in ("", "openai") or not provider.isidentifier():
+        return []
+    key = f"model_providers.{provider}"
+    return [
+        *("-c", f'model_provider="{provider}"'),
+        *("-c", f'{key}.name="{provider}"'),
+        *("-c", f'{key}.base_url="{url}"'),
+        *("-c", f'{key}.wire_api="responses"'),
+    ]
+
+
 def main(root: Path) -> int:
     """Check every rollout under `root`; 0 when all forks resumed with their prompts."""
     scratch = Path(tempfile.mkdtemp(prefix="codex-wild-"))
@@ -76,7 +97,18 @@ def main(root: Path) -> int:
                 continue
             checked += 1
             with FakeModel() as fake_model:
-                run = run_codex(home, cwd, fake_model, ["resume", str(new.session_id), "next"])
+                extra = provider_options(copy, fake_model.openai_url)
+                run = run_codex(
+                    home,
+                    cwd,
+                    fake_model,
+                    ["resume", str(new.session_id), *extra, "next"],
+                    check=False,
+                )
+            if run.returncode != 0:
+                failed += 1
+                results.append(f"turn {turn}: codex failed: {run.stderr.strip()[-200:]}")
+                continue
             sent = [r for r in fake_model.requests if r.api == "responses"]
             got = sent_prompts(sent[0].body, context) if sent else []
             want = [*prompts[:turn], "next"]
