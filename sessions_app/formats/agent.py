@@ -128,6 +128,10 @@ class PrefixFork(NamedTuple):
     new_id: Callable[[datetime], str]
     folder: Callable[[datetime], str]
     file_name: Callable[[str, datetime], str]
+    # Lines of this raw type after the first (a resumed or replaying file's later metadata
+    # lines) are copied through `restamp(line, *, new_id)`: the file's own id, nothing else.
+    meta_type: str = ""
+    restamp: Callable[..., bytes] | None = None
 
 
 class ToolOutcome(NamedTuple):

@@ -8,8 +8,9 @@ Shapes, by release:
   then bare response items (`{type: "message", role, content}`) and `{record_type: "state"}`.
 
 The turn rule for Codex: a turn starts at a `response_item` user message that is not text
-Codex injected itself (`<environment_context>`, `<user_instructions>`, AGENTS.md ...). The
-`event_msg` `user_message` echoes the same prompt for the CLI's screen and is bookkeeping:
+Codex injected itself (`<environment_context>`, `<user_instructions>`, AGENTS.md ...); in a
+file with `event_msg` `user_message` events, only one such an event confirms (`codex_order`).
+The `event_msg` `user_message` echoes the same prompt for the CLI's screen and is bookkeeping:
 the response items are the history `codex resume` sends to the model, so a cut at a turn
 boundary is a cut in that history. Codex writes no uuid chain: `codex_order` chains the
 lines by their order and turns a rollback event into an abandoned branch.
@@ -44,6 +45,7 @@ from .codex_writing import (
     dated_folder,
     fork_meta_line,
     fork_refusal,
+    later_meta_line,
     new_thread_id,
     rollout_name,
     title_line,
@@ -189,6 +191,10 @@ def _event(record: ParsedRecord, event: dict[str, Any]) -> None:
             record.text = str(turns)
         else:
             note(record, "payload.num_turns", "not a turn count", turns)
+    elif event_type == "user_message":
+        message = event.get("message")
+        # What was typed: it tells which user message before it is the prompt (`LineChain`).
+        record.text = clip(message) if isinstance(message, str) else None
     elif event_type == "turn_aborted":
         record.kind = USER_OTHER
     elif event_type == "token_count":
@@ -356,6 +362,8 @@ AGENT: Agent = Agent(
         new_id=new_thread_id,
         folder=dated_folder,
         file_name=rollout_name,
+        meta_type="session_meta",
+        restamp=later_meta_line,
     ),
     run_args=codex_run_args,
     resume_word="resume",

@@ -79,7 +79,7 @@ def fork_refusal(meta_line: bytes, *, source_id: str) -> str:
 def fork_meta_line(
     meta_line: bytes, *, source_id: str, new_id: str, kept_lines: int, now: datetime
 ) -> bytes:
-    """The source's `session_meta` line as the fork's: its new id, where it came from, made now."""
+    """The source's `session_meta` line as the fork's: its new id and where it came from."""
     if not is_session_id(new_id):
         raise ValueError(f"{new_id!r} is not a session id")
     data = _meta(meta_line)
@@ -95,11 +95,34 @@ def fork_meta_line(
             # Where Codex's own fork writes them: right after the id.
             payload["forked_from_id"] = source_id
             payload["forked_from_ordinal_exclusive"] = kept_lines
-    if "timestamp" in payload:
-        payload["timestamp"] = stamp
+    # The payload's `timestamp` (when the thread's history began) stays: the lines copied
+    # after it are that history, and their usage is keyed by it (`codex_usage`).
     data["payload"] = payload
     if "timestamp" in data:
         data["timestamp"] = stamp
+    return orjson.dumps(data) + b"\n"
+
+
+def later_meta_line(line: bytes, *, new_id: str) -> bytes:
+    """A later `session_meta` line of the source as the fork's: its id made the fork's.
+
+    Codex takes a file's first `session_meta` for the thread and keeps later ones (a session
+    resumed in the app, the parent's line a `thread_spawn` sub-agent or a 0.3x resume
+    replays) as items it sends nothing of (`RolloutRecorder::load_rollout_items`); a copy
+    that kept another thread's id in them would name two threads. Everything else stays,
+    the `timestamp` of the thread they began too (`codex_usage` keys by it).
+    """
+    if not is_session_id(new_id):
+        raise ValueError(f"{new_id!r} is not a session id")
+    data = _meta(line)
+    if data is None:
+        return line if line.endswith(b"\n") else line + b"\n"  # not one: as it was
+    payload = data["payload"]
+    inner = payload.get("meta")
+    meta = inner if isinstance(inner, dict) else payload
+    for key in ("id", "session_id"):
+        if key in meta:
+            meta[key] = new_id
     return orjson.dumps(data) + b"\n"
 
 

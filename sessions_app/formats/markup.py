@@ -256,6 +256,15 @@ def shown_text(text: str) -> str:
     return "\n".join(out)
 
 
+# Codex's IDE extensions (VS Code, Desktop) put the editor's state before what was typed.
+IDE_CONTEXT = "# Context from my IDE setup:"
+IDE_REQUEST = "## My request for Codex:"
+
+
 def title_text(first_prompt: str | None, limit: int = 100) -> str:
-    """The title a first prompt gives a session: without markup, whitespace collapsed."""
+    """The title a first prompt gives a session: without markup, whitespace collapsed; of a
+    prompt sent from Codex's IDE extension, what was typed under "My request for Codex"."""
+    if first_prompt and first_prompt.lstrip().startswith(IDE_CONTEXT):
+        request = first_prompt.partition(IDE_REQUEST)[2]
+        first_prompt = request if request.strip() else first_prompt
     return collapse(plain(first_prompt), limit) if first_prompt else ""

@@ -12,7 +12,8 @@ the assistant message in `data.message`); for a subagent with no file of its own
 that copy is the only record of it. It counts under the same key, so a message
 that the subagent's file holds as well is still one message.
 
-Token kinds: `input` (not from the cache), `output` (thinking included),
+Token kinds: `input` (not from the cache), `output` (thinking included; `reasoning` says how
+many of those were reasoning where the CLI tells),
 `cache_write` (written to the prompt cache; `cache_write_1h` says how many of
 those were kept for an hour, at a dearer rate) and `cache_read` (read from it).
 """
@@ -35,6 +36,7 @@ class MessageUsage(NamedTuple):
     cache_read: int
     cache_write_1h: int = 0  # of cache_write: written for an hour (a dearer rate)
     agent: str = ""  # the subagent's id, when the record is the parent's copy (progress)
+    reasoning: int = 0  # of output: the model's reasoning (Codex names it; billed as output)
 
     def merged(self, other: MessageUsage) -> MessageUsage:
         """The same message seen again: the larger count of each kind (streaming grows them)."""
@@ -47,6 +49,7 @@ class MessageUsage(NamedTuple):
             max(self.cache_read, other.cache_read),
             max(self.cache_write_1h, other.cache_write_1h),
             self.agent or other.agent,
+            max(self.reasoning, other.reasoning),
         )
 
     @property

@@ -76,6 +76,11 @@ def fork_prefix(
         .values_list("offset", "length", "digest")
         .iterator(chunk_size=5000)
     )
+    # The later metadata lines, which the copy restamps with its own id (`PrefixFork`).
+    restamped = set()
+    if writer.restamp is not None and writer.meta_type:
+        metas = session.records.filter(line__gt=0, line__lt=end, raw_type=writer.meta_type)
+        restamped = set(metas.values_list("line", flat=True))
     if len(rows) != end or not rows:
         raise InvalidTurn(f"nothing to keep from session {session.session_id} at that turn")
     if whole and rows[-1][0] + rows[-1][1] != session.file_size:
@@ -104,7 +109,9 @@ def fork_prefix(
             temp.out.write(
                 writer.meta_line(first, source_id=source_id, new_id=new_id, kept_lines=end, now=now)
             )
-            for raw in read_records(session, rows[1:]):
+            for line, raw in enumerate(read_records(session, rows[1:]), start=1):
+                if line in restamped and writer.restamp is not None:
+                    raw = writer.restamp(raw, new_id=new_id)
                 temp.out.write(raw if raw.endswith(b"\n") else raw + b"\n")
             check_unchanged(session)
             temp.finish()
@@ -115,7 +122,10 @@ def fork_prefix(
                         source=session_file_of(session, target, new_id),
                         temp=temp.path,
                         expected=Expected(
-                            turns=cut, prompts=prompts, whole_chain=not session.abandoned
+                            turns=cut,
+                            prompts=prompts,
+                            whole_chain=not session.abandoned,
+                            origin=session.path,
                         ),
                     )
                     fork_put_in_place(session, new, temp, target, kind=kind, fork_turn=fork_turn)

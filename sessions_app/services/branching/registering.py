@@ -35,6 +35,8 @@ class Expected:
     check_ids: bool = True  # every record carries the file's session id
     whole_chain: bool = True  # every conversation record lies on the active branch
     lines: int | None = None
+    origin: str = ""  # the file it was made from: named when it is refused
+    foreign: int = 0  # records naming another session that the file keeps as they were
 
 
 def session_file_of(session: Session, path: Path, session_id: str) -> SessionFile:
@@ -53,7 +55,7 @@ def index_written(*, source: SessionFile, temp: Path, expected: Expected) -> Ses
     problems = []
     if new.invalid_count != expected.invalid:
         problems.append(f"{new.invalid_count} line(s) are not JSON records")
-    if expected.check_ids and indexed.foreign_ids:
+    if expected.check_ids and indexed.foreign_ids != expected.foreign:
         problems.append(f"{indexed.foreign_ids} record(s) belong to another session")
     if expected.lines is not None and new.record_count != expected.lines:
         problems.append(f"{new.record_count} lines instead of {expected.lines}")
@@ -75,9 +77,11 @@ def index_written(*, source: SessionFile, temp: Path, expected: Expected) -> Ses
         if off_branch or new.abandoned:
             problems.append(f"the chain of records is broken ({off_branch} off the branch)")
     if problems:
+        # The written file is removed once refused: name the one it was made from.
+        made_from = f"the copy of {expected.origin}" if expected.origin else str(source.path)
         raise WriteCheckFailed(
-            f"{source.path}: the written file did not read back as intended "
-            f"({'; '.join(problems)}); nothing was replaced"
+            f"{made_from}: the written file did not read back as intended "
+            f"({'; '.join(problems)}); nothing was written"
         )
     return new
 

@@ -13,6 +13,7 @@ from it and the backup's other lines, and proves it byte for byte with a digest.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 from pathlib import Path
@@ -73,6 +74,19 @@ def rewind_prefix(session: Session, turn: int) -> Session:
     )
     path = Path(session.path)
     source_id = str(session.session_id)
+    # The later metadata lines the backup restamps (`PrefixFork.restamp`): the undo puts
+    # these bytes back; those naming another session stay in the cut file as they were.
+    originals: dict[str, str] = {}
+    foreign = 0
+    if writer.restamp is not None and writer.meta_type:
+        metas = session.records.filter(line__gt=0, raw_type=writer.meta_type).order_by("line")
+        for line, raw in zip(
+            metas.values_list("line", flat=True),
+            read_records(session, metas.values_list("offset", "length", "digest")),
+            strict=True,
+        ):
+            originals[str(line)] = base64.b64encode(raw).decode()
+            foreign += line < end and source_id.encode() not in raw
     digest = hashlib.blake2b(digest_size=20)
     made: dict[str, Session] = {}
     with transaction.atomic():
@@ -96,6 +110,7 @@ def rewind_prefix(session: Session, turn: int) -> Session:
                     .values_list("text", flat=True)[: turn - 1]
                 ),
                 invalid=session.records.filter(kind="invalid", line__lt=end).count(),
+                foreign=foreign,
             )
 
             def verify(temp: Path) -> None:
@@ -119,6 +134,7 @@ def rewind_prefix(session: Session, turn: int) -> Session:
                 "old_size": session.file_size,
                 "prefix": True,
                 "digest": digest.hexdigest(),
+                "originals": originals,
                 "size": st.st_size,
                 "mtime_ns": st.st_mtime_ns,
             }
@@ -167,10 +183,13 @@ def restore_prefix(session: Session, state: dict) -> Session:
         )
 
     left = state["old_size"]
+    originals = state.get("originals") or {}
     with backup, replace_atomically(path, verify=verify) as out:
         backup.readline()  # the backup's own session_meta
         line = first
-        for _ in range(state["lines"]):
+        for k in range(state["lines"]):
+            if str(k) in originals:
+                line = base64.b64decode(originals[str(k)])  # restamped in the backup
             # The old file's last line may have had no newline; the backup's has one.
             line = line[:left]
             digest.update(line)

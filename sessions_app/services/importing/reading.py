@@ -11,12 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, several times faster
 
 from ...conversation import Node, node_from_record
-from ...formats import ASSISTANT, INVALID, PROGRESS, PROMPT, TITLE, ParsedRecord, agent_for
+from ...formats import (
+    ASSISTANT,
+    INVALID,
+    PROGRESS,
+    PROMPT,
+    TITLE,
+    USER_OTHER,
+    ParsedRecord,
+    agent_for,
+)
 from ...formats.common import load
 from ...formats.file_history import RECORD_TYPES as FILE_BACKUP_TYPES
 from ...formats.search_text import SEARCHABLE_KINDS, line_searchable
@@ -82,13 +91,15 @@ class FileReader:
         rows = Rows(first_line)
         self.nodes = []
         line_no = first_line
+        chain = None
         # Looked up once, not per line: this loop runs for every line of every file.
         agent = agent_for(self.source.agent)
         parse_line = agent.parse_line
         if agent.line_chain is not None:
             # A CLI without a uuid chain: the agent links its lines by their order.
             earlier = self._earlier(first_line)
-            link = agent.line_chain(first_line, earlier, str(self.own_id or "")).link
+            chain = agent.line_chain(first_line, earlier, str(self.own_id or ""))
+            link = chain.link
             parse_one = parse_line
 
             def parse_line(raw: bytes) -> ParsedRecord:
@@ -122,6 +133,7 @@ class FileReader:
                 if line_end:
                     self.bytes_end, self.line_end = bytes_end, line_end
                 foreign, backups = 0, False
+                self._not_prompts(chain, rows.first_line, final=False)
                 yield rows
                 rows = Rows(line_no)
                 self.nodes = []
@@ -169,7 +181,15 @@ class FileReader:
         self.tail_offset, self.tail = tail_offset, tail
         if line_end:
             self.bytes_end, self.line_end = bytes_end, line_end
+        self._not_prompts(chain, rows.first_line, final=True)
         yield rows
+
+    def _not_prompts(self, chain: Any, first_line: int, *, final: bool) -> None:
+        """The lines the agent's chain learnt later were no prompts (Codex): context."""
+        settled = getattr(chain, "settled", None)
+        for line in settled(final=final) if settled is not None else ():
+            if 0 <= line - first_line < len(self.nodes):
+                self.nodes[line - first_line].kind = USER_OTHER
 
     def _cuts(self, line_no: int) -> tuple[int, int]:
         """The lines from which a piece starting at `line_no` ends before a prompt, and anyway."""

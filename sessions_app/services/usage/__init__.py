@@ -196,7 +196,10 @@ def usage_store(session: Session, found: dict[str, tuple[int, Stamp, MessageUsag
     held: dict[str, tuple] = {}
     elsewhere: set[str] = set()
     keys = sorted(found)
-    columns = "input_tokens, output_tokens, cache_write_tokens, cache_read_tokens"
+    columns = (
+        "input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, "
+        "cache_write_1h_tokens, reasoning_tokens"
+    )
     # Raw, one query for both: what this session holds, and which keys another holds (a
     # fork's copies). It runs for every file the import reads, where the ORM's two cost
     # more than the rows they find.
@@ -204,7 +207,7 @@ def usage_store(session: Session, found: dict[str, tuple[int, Stamp, MessageUsag
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             cursor.execute(
-                f'SELECT "key", session_id, {columns}, cache_write_1h_tokens FROM {table} '  # noqa: S608
+                f'SELECT "key", session_id, {columns} FROM {table} '  # noqa: S608
                 f'WHERE "key" IN ({", ".join(["%s"] * len(chunk))})',
                 chunk,
             )
@@ -215,7 +218,7 @@ def usage_store(session: Session, found: dict[str, tuple[int, Stamp, MessageUsag
                     elsewhere.add(row[0])
     inserts, updates = [], []
     for key, (line, at, u) in found.items():
-        counts = (u.input, u.output, u.cache_write, u.cache_read, u.cache_write_1h)
+        counts = (u.input, u.output, u.cache_write, u.cache_read, u.cache_write_1h, u.reasoning)
         if key in held:
             merged = tuple(max(a, b) for a, b in zip(held[key][1:], counts, strict=True))
             updates.append((*merged, session.pk, key))
@@ -226,13 +229,13 @@ def usage_store(session: Session, found: dict[str, tuple[int, Stamp, MessageUsag
             cursor.executemany(
                 f'INSERT INTO {table} (session_id, line, "key", model, at, input_tokens, '  # noqa: S608
                 "output_tokens, cache_write_tokens, cache_read_tokens, cache_write_1h_tokens, "
-                '"copy") VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)',
+                'reasoning_tokens, "copy") VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)',
                 inserts,
             )
         if updates:
             cursor.executemany(
                 f"UPDATE {table} SET input_tokens = %s, output_tokens = %s, "  # noqa: S608
-                "cache_write_tokens = %s, cache_read_tokens = %s, cache_write_1h_tokens = %s "
-                'WHERE session_id = %s AND "key" = %s',
+                "cache_write_tokens = %s, cache_read_tokens = %s, cache_write_1h_tokens = %s, "
+                'reasoning_tokens = %s WHERE session_id = %s AND "key" = %s',
                 updates,
             )
