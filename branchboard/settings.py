@@ -180,6 +180,8 @@ BEHIND_TLS = env_bool("BRANCHBOARD_TLS", False)
 # chunk of one push request (bytes).
 HUB_MAX_FILE = env_int("BRANCHBOARD_HUB_MAX_FILE", 8 << 30)
 HUB_MAX_CHUNK = env_int("BRANCHBOARD_HUB_MAX_CHUNK", 32 << 20)
+# On a machine: the largest file a pull takes from a hub (bytes), by default the hub's own limit.
+HUB_MAX_PULL = env_int("BRANCHBOARD_HUB_MAX_PULL", HUB_MAX_FILE)
 # What this machine pushes to a hub: the projects (their folders, shell patterns) that
 # may go, none unless said ("*" for all), and those that never go, whatever else says.
 HUB_PROJECTS = env_list("BRANCHBOARD_HUB_PROJECTS", [], sep=os.pathsep)

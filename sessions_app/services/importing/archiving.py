@@ -74,6 +74,32 @@ def history_keep(session: Session, report: ImportReport) -> None:
     report.errors += kept.problems
 
 
+def _size(path: str) -> int:
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return -1
+
+
+class RemovedSessionKept(Exception):
+    """A new file at the path of a session whose file was removed: not imported over it."""
+
+
+def removed_session_guard(session: Session, *, rewritten: bool) -> None:
+    """Refuse to read a new file over a session whose file was removed.
+
+    The archive holds that session's only copy; a file that appears at its path with other
+    bytes (a pull, a CLI's new file) would replace its rows and pieces. It is refused, and
+    said so, until the user moves it away: the old session stays as it was.
+    """
+    if rewritten and session.file_removed_at is not None:
+        raise RemovedSessionKept(
+            f"{session.path}: a new file appeared where session {session.session_id} was, "
+            "whose file was removed; that session is kept (the archive holds it) and this "
+            "file is not imported: move it elsewhere to import it"
+        )
+
+
 class KeptFiles:
     """What a pass knows of the indexed files for the archive and the removal marks,
     gathered from the query that reads their import state (no query of its own)."""
@@ -156,6 +182,10 @@ class KeptFiles:
             return
         present = {str(f.path) for f in found}
         back = [pk for path, pk in self.removed.items() if path in present]
+        if back:
+            # Only a file the import took is back; one refused (removed_session_guard) is not.
+            rows = Session.objects.filter(pk__in=back).values_list("pk", "path", "bytes_imported")
+            back = [pk for pk, path, size in rows if _size(path) == size]
         if back:
             Session.objects.filter(pk__in=back).update(file_removed_at=None)
         roots = {str(resolve_root(r)) for r in scanned} | {str(f.root) for f in found}
