@@ -13,7 +13,13 @@ from django.utils import timezone
 
 from ...models import Session
 from ...models_archive import ArchivedFile
-from ..archive import archive_enabled, archive_ends, archive_extend
+from ..archive import (
+    archive_covers,
+    archive_enabled,
+    archive_ends,
+    archive_extend,
+    archive_open,
+)
 from ..archive_files import archive_file_history, history_folder
 from ..archive_making import Ahead
 from ..discovery import SessionFile
@@ -85,19 +91,40 @@ class RemovedSessionKept(Exception):
     """A new file at the path of a session whose file was removed: not imported over it."""
 
 
-def removed_session_guard(session: Session, *, rewritten: bool) -> None:
+def removed_session_guard(session: Session, f: BinaryIO, *, rewritten: bool) -> None:
     """Refuse to read a new file over a session whose file was removed.
 
     The archive holds that session's only copy; a file that appears at its path with other
     bytes (a pull, a CLI's new file) would replace its rows and pieces. It is refused, and
-    said so, until the user moves it away: the old session stays as it was.
+    said so, until the user moves it away: the old session stays as it was. A file that
+    starts with the archived bytes (the session's own, copied back) is the session again.
     """
-    if rewritten and session.file_removed_at is not None:
-        raise RemovedSessionKept(
-            f"{session.path}: a new file appeared where session {session.session_id} was, "
-            "whose file was removed; that session is kept (the archive holds it) and this "
-            "file is not imported: move it elsewhere to import it"
-        )
+    if not rewritten or session.file_removed_at is None or _starts_with_archive(session, f):
+        return
+    raise RemovedSessionKept(
+        f"a new file appeared where session {session.session_id} was, whose file was "
+        "removed; that session is kept (the archive holds it) and this file is not "
+        "imported: move it elsewhere to import it"
+    )
+
+
+def _starts_with_archive(session: Session, f: BinaryIO) -> bool:
+    if not archive_covers(session):
+        return False
+    try:
+        with archive_open(session) as kept:
+            f.seek(0)
+            left = session.bytes_imported
+            while left:
+                block = kept.read(min(left, 1 << 20))
+                if not block or f.read(len(block)) != block:
+                    return False
+                left -= len(block)
+    except Exception:  # a damaged archive: the file is not taken for the session
+        return False
+    finally:
+        f.seek(0)
+    return True
 
 
 class KeptFiles:

@@ -80,7 +80,7 @@ def import_open_file(
     stored = stored_state(session) if session and not fresh else None
     plan = import_plan(state, stored, read)
     if session is not None and not fresh:  # fresh: the dashboard's own write (a restore)
-        removed_session_guard(session, rewritten=plan is Plan.FULL)
+        removed_session_guard(session, f, rewritten=plan is Plan.FULL)
     if plan is Plan.SKIP:
         assert session is not None  # only a stored file can be unchanged
         report.skipped += 1
