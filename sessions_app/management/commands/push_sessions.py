@@ -105,7 +105,9 @@ class Command(BaseCommand):
                     for written in pulled.written:
                         self.stdout.write(f"pulled: {shown(written)}")
                     for problem in pulled.problems:
-                        self.stderr.write(f"not pulled: {shown(problem)}")
+                        if problem not in self._noted:  # once, not every 30 s
+                            self._noted.add(problem)
+                            self.stderr.write(f"not pulled: {shown(problem)}")
                     pulled_at = now
             except HubError as exc:
                 # The hub is away (a restart, the network): the next change or pass retries.
