@@ -194,6 +194,8 @@ HUB_MAX_CHUNK = env_int("BRANCHBOARD_HUB_MAX_CHUNK", 32 << 20)
 # Seconds a hub request's body may take to arrive (under gunicorn); then it is answered
 # 408 and its thread is free. Behind the shipped nginx the body comes whole from nginx.
 HUB_BODY_SECONDS = env_int("BRANCHBOARD_HUB_BODY_SECONDS", 120)
+# On a machine: the largest file a pull takes from a hub (bytes), by default the hub's own limit.
+HUB_MAX_PULL = env_int("BRANCHBOARD_HUB_MAX_PULL", HUB_MAX_FILE)
 # What this machine pushes to a hub: the projects (their folders, shell patterns) that
 # may go, none unless said ("*" for all), and those that never go, whatever else says.
 HUB_PROJECTS = env_list("BRANCHBOARD_HUB_PROJECTS", [], sep=os.pathsep)

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from sessions_app.services.hub.client import Hub, HubError, Login, check_url, login_save
+from sessions_app.services.hub.client import Hub, HubError, Login, check_url, login_save, shown
 from sessions_app.services.hub.client import machine_name as this_machine
 
 
@@ -32,7 +32,7 @@ class Command(BaseCommand):
         try:
             url = check_url(url)
         except HubError as exc:
-            raise CommandError(str(exc)) from None
+            raise CommandError(shown(exc)) from None
         if o["token_stdin"]:
             token = sys.stdin.readline().strip()
         else:
@@ -50,6 +50,6 @@ class Command(BaseCommand):
             namespace = f"{name}@{machine}"
             Hub(Login(url, namespace, token)).json("GET", "whoami")
         except HubError as exc:
-            raise CommandError(f"{exc}; nothing saved") from None
+            raise CommandError(f"{shown(exc)}; nothing saved") from None
         path = login_save(Login(url, namespace, token))
         self.stdout.write(f"logged in to {url} as {namespace}; the token is kept in {path}")

@@ -9,7 +9,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from sessions_app.services.hub.client import Hub, HubError, login_load
+from sessions_app.management.commands.pull_sessions import database_ready
+from sessions_app.services.hub.client import Hub, HubError, login_load, shown
 from sessions_app.services.hub.pulling import pull
 from sessions_app.services.hub.pushing import PushReport, push
 
@@ -35,25 +36,32 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, hub: str | None, watch: bool, dry_run: bool, **o: Any) -> None:
         self.verbosity = int(o.get("verbosity", 1))
+        self._noted = set()
         if not settings.HUB_PROJECTS:
             raise CommandError(
                 "no project may go yet: set BRANCHBOARD_HUB_PROJECTS to the project folders "
                 "(or shell patterns, ':'-separated) whose sessions go to the hub, '*' for all"
             )
+        if not dry_run:
+            database_ready(self.stdout)  # a pull (--watch) and the push's notes need tables
         try:
             remote = Hub(login_load(hub))
             self._pass(remote, dry_run=dry_run)
         except HubError as exc:
-            raise CommandError(str(exc)) from None
+            raise CommandError(shown(exc)) from None
         if watch and not dry_run:
             self._watch(remote)
 
     def _pass(self, hub: Hub, *, dry_run: bool, only: list[Path] | None = None) -> PushReport:
         report = push(hub, dry_run=dry_run, only=only, said=self._said)
         for what, path in report.planned:
-            self.stdout.write(f"would push: {path} ({what})")
+            self.stdout.write(f"would push: {shown(path)} ({what})")
         for problem in report.problems:
-            self.stderr.write(f"not pushed: {problem}")
+            self.stderr.write(f"not pushed: {shown(problem)}")
+        for note in report.notes:
+            if note not in self._noted:  # said once, not at every pass of --watch
+                self._noted.add(note)
+                self.stdout.write(f"note: {shown(note)}")
         if only is None:
             sent = len(report.sent_files)
             self.stdout.write(
@@ -66,10 +74,11 @@ class Command(BaseCommand):
         return report
 
     verbosity = 1
+    _noted: set[str]
 
     def _said(self, line: str) -> None:
         if self.verbosity > 1:
-            self.stdout.write(line)
+            self.stdout.write(shown(line))
 
     def _watch(self, hub: Hub) -> None:
         from watchfiles import watch
@@ -78,7 +87,8 @@ class Command(BaseCommand):
         if not roots:
             raise CommandError("none of the session roots exists; nothing to watch")
         self.stdout.write(f"watching {', '.join(roots)}; Ctrl-C stops")
-        full_at = pulled_at = time.monotonic()
+        full_at = time.monotonic()
+        pulled_at = full_at - PULL_EVERY  # the first pull at the first tick, not 30 s on
         for changes in watch(
             *roots, debounce=300, step=100, rust_timeout=5000, yield_on_timeout=True
         ):
@@ -91,9 +101,14 @@ class Command(BaseCommand):
                     self._pass(hub, dry_run=False)
                     full_at = now
                 if now - pulled_at > PULL_EVERY:
-                    for written in pull(hub).written:
-                        self.stdout.write(f"pulled: {written}")
+                    pulled = pull(hub)
+                    for written in pulled.written:
+                        self.stdout.write(f"pulled: {shown(written)}")
+                    for problem in pulled.problems:
+                        if problem not in self._noted:  # once, not every 30 s
+                            self._noted.add(problem)
+                            self.stderr.write(f"not pulled: {shown(problem)}")
                     pulled_at = now
             except HubError as exc:
                 # The hub is away (a restart, the network): the next change or pass retries.
-                self.stderr.write(f"push: {exc}; retrying at the next change")
+                self.stderr.write(f"push: {shown(exc)}; retrying at the next change")

@@ -10,9 +10,11 @@ from __future__ import annotations
 import http.client
 import ipaddress
 import os
+import re
 import socket
 import ssl
 import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,15 @@ TIMEOUT = 60.0
 # A commit or catch-up indexes a whole file on the hub (the hub's own limit is gunicorn's
 # timeout, BRANCHBOARD_TIMEOUT, 300 s by default).
 LONG_TIMEOUT = 600.0
+
+
+# C0 and C1 controls and DEL: a hub's text (or a path it named) must not drive the terminal.
+CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def shown(text: object) -> str:
+    """`text` with every control character escaped (`\\x1b`), safe to print to a terminal."""
+    return CONTROLS.sub(lambda m: repr(m.group())[1:-1], str(text))
 
 
 class HubError(Exception):
@@ -184,6 +195,29 @@ class Hub:
             raise HubError(f"the hub refused: {_said(response.status, data)}", response.status)
         return data
 
+    def stream(
+        self, endpoint: str, params: dict[str, Any] | None = None, *, block: int = 1 << 20
+    ) -> Iterator[bytes]:
+        """GET `endpoint` and yield its body in blocks as it arrives (never whole in memory)."""
+        query = urllib.parse.urlencode({"namespace": self.login.namespace, **(params or {})})
+        target = f"{self._parts.path}/api/hub/{endpoint}?{query}"
+        self.close()  # a connection of its own: a stream cut short leaves it unusable
+        try:
+            connection = self._connect()
+            connection.request(
+                "GET", target, headers={"Authorization": f"Bearer {self.login.token}"}
+            )
+            response = connection.getresponse()
+            if response.status >= 400:
+                data = response.read(1 << 16)
+                raise HubError(f"the hub refused: {_said(response.status, data)}", response.status)
+            while data := response.read(block):
+                yield data
+        except (http.client.HTTPException, OSError) as exc:
+            raise HubError(f"cannot reach the hub at {self.login.url}: {exc}") from None
+        finally:
+            self.close()
+
     def whoami_user(self) -> str:
         """The user name the token belongs to, as the hub says it."""
         return str(self.json("GET", "whoami", {"who": "1"})["user"])
@@ -191,11 +225,17 @@ class Hub:
     def json(
         self, method: str, endpoint: str, params: dict[str, Any] | None = None, **kw: Any
     ) -> Any:
-        return orjson.loads(self.call(method, endpoint, params, **kw))
+        data = self.call(method, endpoint, params, **kw)
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise HubError(
+                f"the hub's answer to {endpoint} is not JSON; is {self.login.url} a hub?"
+            ) from None
 
 
 def _said(status: int, data: bytes) -> str:
     try:
-        return str(orjson.loads(data).get("error") or status)
+        return shown(orjson.loads(data).get("error") or status)
     except (orjson.JSONDecodeError, AttributeError):
         return f"{status} {http.client.responses.get(status, '')}".strip()

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 import orjson
@@ -66,6 +66,7 @@ class PushReport:
     left_out: list[str] = field(default_factory=list)  # by the include or exclude list
     problems: list[str] = field(default_factory=list)
     planned: list[tuple[str, str]] = field(default_factory=list)  # (what, path) on a dry run
+    notes: list[str] = field(default_factory=list)  # what the user should know, not failures
 
 
 def root_key(root: Path) -> str | None:
@@ -179,6 +180,7 @@ def push(
     """Bring the hub up to date with this machine's session files (or those in `only`)."""
     report = PushReport()
     files = local_files(report)
+    twins = _twins(files, report)
     if only is not None:
         wanted = {Path(p) for p in only}
         files = [f for f in files if f.path in wanted]
@@ -195,8 +197,34 @@ def push(
             except HubError as exc:
                 if not exc.status:
                     raise  # the hub is away: the rest would fail too
+                if exc.status == 422 and local.path in twins:
+                    continue  # stored, not shown: the note from _twins says why
                 report.problems.append(f"{local.path}: {exc}")  # this file only
     return report
+
+
+def _twins(files: list[Local], report: PushReport) -> set[Path]:
+    """The files whose session id is also in another project folder of the same root: the
+    hub shows one session per id and machine, so the others are kept there but not shown.
+    One note per id says so."""
+    by_id: dict[tuple[str, str], list[Local]] = {}
+    for local in files:
+        parts = PurePosixPath(local.hub_path).parts
+        if len(parts) == 4:  # <cli home>/<root>/<project>/<id>.jsonl: a session, not a subagent
+            by_id.setdefault((parts[0] + parts[1], local.path.stem), []).append(local)
+    twins: set[Path] = set()
+    for (_, session_id), same in by_id.items():
+        if len(same) < 2:
+            continue
+        folders = ", ".join(str(local.path.parent) for local in same)
+        report.notes.append(
+            f"session {session_id} is in {len(same)} project folders on this machine "
+            f"({folders}): the hub keeps every file but shows one session per id from a "
+            "machine, the one it received first; rename or remove the copy you do not need "
+            "to see the other"
+        )
+        twins.update(local.path for local in same)
+    return twins
 
 
 def _chunks(

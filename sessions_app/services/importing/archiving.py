@@ -13,7 +13,13 @@ from django.utils import timezone
 
 from ...models import Session
 from ...models_archive import ArchivedFile
-from ..archive import archive_enabled, archive_ends, archive_extend
+from ..archive import (
+    archive_covers,
+    archive_enabled,
+    archive_ends,
+    archive_extend,
+    archive_open,
+)
 from ..archive_files import archive_file_history, history_folder
 from ..archive_making import Ahead
 from ..discovery import SessionFile
@@ -72,6 +78,53 @@ def history_keep(session: Session, report: ImportReport) -> None:
         return
     report.archived += kept.raw
     report.errors += kept.problems
+
+
+def _size(path: str) -> int:
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return -1
+
+
+class RemovedSessionKept(Exception):
+    """A new file at the path of a session whose file was removed: not imported over it."""
+
+
+def removed_session_guard(session: Session, f: BinaryIO, *, rewritten: bool) -> None:
+    """Refuse to read a new file over a session whose file was removed.
+
+    The archive holds that session's only copy; a file that appears at its path with other
+    bytes (a pull, a CLI's new file) would replace its rows and pieces. It is refused, and
+    said so, until the user moves it away: the old session stays as it was. A file that
+    starts with the archived bytes (the session's own, copied back) is the session again.
+    """
+    if not rewritten or session.file_removed_at is None or _starts_with_archive(session, f):
+        return
+    raise RemovedSessionKept(
+        f"a new file appeared where session {session.session_id} was, whose file was "
+        "removed; that session is kept (the archive holds it) and this file is not "
+        "imported: move it elsewhere to import it"
+    )
+
+
+def _starts_with_archive(session: Session, f: BinaryIO) -> bool:
+    if not archive_covers(session):
+        return False
+    try:
+        with archive_open(session) as kept:
+            f.seek(0)
+            left = session.bytes_imported
+            while left:
+                block = kept.read(min(left, 1 << 20))
+                if not block or f.read(len(block)) != block:
+                    return False
+                left -= len(block)
+    except Exception:  # a damaged archive: the file is not taken for the session
+        return False
+    finally:
+        f.seek(0)
+    return True
 
 
 class KeptFiles:
@@ -156,6 +209,10 @@ class KeptFiles:
             return
         present = {str(f.path) for f in found}
         back = [pk for path, pk in self.removed.items() if path in present]
+        if back:
+            # Only a file the import took is back; one refused (removed_session_guard) is not.
+            rows = Session.objects.filter(pk__in=back).values_list("pk", "path", "bytes_imported")
+            back = [pk for pk, path, size in rows if _size(path) == size]
         if back:
             Session.objects.filter(pk__in=back).update(file_removed_at=None)
         roots = {str(resolve_root(r)) for r in scanned} | {str(f.root) for f in found}

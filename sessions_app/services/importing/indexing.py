@@ -27,7 +27,7 @@ from ..discovery import SessionFile
 from ..import_plan import HEAD_BYTES, FileState, Plan, import_plan
 from ..searching import texts_collect
 from ..usage import usage_forget
-from .archiving import archive_keep
+from .archiving import archive_keep, removed_session_guard
 from .reading import FileReader
 from .report import ImportReport
 from .rows import Rows
@@ -79,6 +79,8 @@ def import_open_file(
     # A file read from elsewhere (a temporary file about to replace it) is new.
     stored = stored_state(session) if session and not fresh else None
     plan = import_plan(state, stored, read)
+    if session is not None and not fresh:  # fresh: the dashboard's own write (a restore)
+        removed_session_guard(session, f, rewritten=plan is Plan.FULL)
     if plan is Plan.SKIP:
         assert session is not None  # only a stored file can be unchanged
         report.skipped += 1
