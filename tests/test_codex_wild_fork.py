@@ -24,7 +24,7 @@ CHILD = "019a0000-bbbb-7bbb-8bbb-00000000000b"  # own meta, then its parent's, r
 DESKTOP = "019a0000-dddd-7ddd-8ddd-00000000000d"  # its own meta again when resumed
 PROMPTS = {
     CHILD: ["explain the parser", "add a test for it", "review the parser change"],
-    DESKTOP: ["first real prompt", "what is in this picture?\n\n<image>\n</image>"],
+    DESKTOP: ["first real prompt", "what is in this picture?\n"],
 }
 FORKS = [(sid, turn) for sid, prompts in PROMPTS.items() for turn in range(1, len(prompts) + 1)]
 
