@@ -110,14 +110,17 @@ def hit_url(session: Session, hit: Hit, q: str) -> str:
 
 def link_hits(results: SearchResults, q: str) -> None:
     """Set every group's and hit's `url`, in a bounded number of queries however many hits."""
-    pairs = [(group.session, hit) for group in results.groups for hit in group.hits]
-    for (_, hit), url in zip(pairs, hit_urls(pairs, q), strict=True):
-        hit.url = url
+    bases = {}
     for group in results.groups:
-        group.url = session_url(group.session)
+        group.url = bases[group.session.pk] = session_url(group.session)
+    pairs = [(group.session, hit) for group in results.groups for hit in group.hits]
+    for (_, hit), url in zip(pairs, hit_urls(pairs, q, bases), strict=True):
+        hit.url = url
 
 
-def hit_urls(pairs: list[tuple[Session, Hit]], q: str) -> list[str]:
+def hit_urls(
+    pairs: list[tuple[Session, Hit]], q: str, bases: dict[int, str] | None = None
+) -> list[str]:
     """Where each (session, hit) is shown: its turn in the transcript (or its branch), the
     match marked; two queries for all of them (one per hit cost most of a search's time)."""
     # An inline subagent sits in the turn of the call that started it.
@@ -137,36 +140,44 @@ def hit_urls(pairs: list[tuple[Session, Hit]], q: str) -> list[str]:
         if turn and hit.active and not session.is_subagent
     ]
     deep = _deep_in_turns(places)
+    # One `reverse` per session (`bases`: those known) and one encoding of the words:
+    # per hit, they cost more than the queries.
+    bases = dict(bases or {})
+    for session, _ in pairs:
+        if session.pk not in bases:
+            bases[session.pk] = session_url(session)
+    hl = urlencode({"hl": q})
     return [
-        _hit_url(session, hit, turn, (session.pk, turn, hit.line) in deep, q)
+        bases[session.pk]
+        + _hit_params(session, hit, turn, (session.pk, turn, hit.line) in deep, hl)
         for (session, hit), turn in zip(pairs, turns, strict=True)
     ]
 
 
-def _hit_url(session: Session, hit: Hit, turn: int | None, deep: bool, q: str) -> str:
-    base = session_url(session)
+def _hit_params(session: Session, hit: Hit, turn: int | None, deep: bool, hl: str) -> str:
+    """The query (and anchor) of a hit's link within its session's page."""
     if session.is_subagent:
-        return f"{base}?{urlencode({'hl': q})}"
-    params: dict[str, str | int] = {}
+        return f"?{hl}"
+    params: list[str] = []
     anchor = ""
     if hit.active and hit.turn is None and not hit.sidechain:
         # Injected context and output before the first prompt: shown among all records
         # only, and only by a page of the first turns: the one that starts at the hit.
-        params.update(all=1, after=0, **{"from": hit.line, "skip": 0})
+        params += ["all=1", "after=0", f"from={hit.line}", "skip=0"]
     elif turn and hit.active and deep:
         # The turn's first page would end before the hit: open the page that starts at it.
-        params.update(after=turn - 1, **{"from": hit.line, "skip": 0})
+        params += [f"after={turn - 1}", f"from={hit.line}", "skip=0"]
     elif turn:
-        params["after"] = turn - 1
+        params.append(f"after={turn - 1}")
         anchor = f"#turn-{turn}"
     elif not hit.active:
         leaf = _abandoned_leaf(session, hit.line)
         if leaf:
-            params["leaf"] = leaf
+            params.append(urlencode({"leaf": leaf}))
         # Its turn-less records are shown among all records only.
-        params["all"] = 1
-    params["hl"] = q
-    return f"{base}?{urlencode(params)}{anchor}"
+        params.append("all=1")
+    params.append(hl)
+    return f"?{'&'.join(params)}{anchor}"
 
 
 def _turns_before(asked: list[tuple[int, int]]) -> dict[tuple[int, int], int]:
