@@ -103,11 +103,6 @@ def session_url(session: Session) -> str:
     return reverse("sessions:session_detail", args=[session.ref])
 
 
-def hit_url(session: Session, hit: Hit, q: str) -> str:
-    """Where a hit is shown: its turn in the transcript (or its branch), the match marked."""
-    return hit_urls([(session, hit)], q)[0]
-
-
 def link_hits(results: SearchResults, q: str) -> None:
     """Set every group's and hit's `url`, in a bounded number of queries however many hits."""
     bases = {}
