@@ -142,9 +142,12 @@ def hit_urls(
         if session.pk not in bases:
             bases[session.pk] = session_url(session)
     hl = urlencode({"hl": q})
+    # A session with no page (`session_url` gives "") gives its hits no link either.
     return [
         bases[session.pk]
         + _hit_params(session, hit, turn, (session.pk, turn, hit.line) in deep, hl)
+        if bases[session.pk]
+        else ""
         for (session, hit), turn in zip(pairs, turns, strict=True)
     ]
 
