@@ -65,6 +65,12 @@ BENCHES = [
     ),
     Bench("watch", "bench_watch_tick.py", ["--sizes", "300,10000"], ["--sizes", "30,300"]),
     Bench(
+        "search_http",
+        "bench_search_http.py",
+        ["--size-mb", "1000", "--postgres"],
+        ["--size-mb", "20", "--postgres", "--repeat", "3"],
+    ),
+    Bench(
         "hub",
         "bench_hub.py",
         ["--session-mb", "300", "--small-mb", "30", "--machines", "100"],
@@ -439,6 +445,16 @@ def parse_hub(text: str) -> dict[str, Any] | None:
     return None
 
 
+def parse_search_http(text: str) -> dict[str, Any] | None:
+    """bench_search_http: its summary rows (what, figure, baseline, ratio, target)."""
+    for line in text.splitlines():
+        if line.startswith("BENCH_JSON "):
+            rows = json.loads(line[len("BENCH_JSON ") :]).get("search_http_rows")
+            if rows and all(isinstance(r, list) and len(r) == 5 for r in rows):
+                return {"rows": [tuple(str(c) for c in r) for r in rows]}
+    return None
+
+
 PARSERS: dict[str, Callable[[str], dict[str, Any] | None]] = {
     "whole": parse_whole,
     "import": parse_import,
@@ -448,6 +464,7 @@ PARSERS: dict[str, Callable[[str], dict[str, Any] | None]] = {
     "scale": parse_scale,
     "watch": parse_watch,
     "hub": parse_hub,
+    "search_http": parse_search_http,
 }
 
 
@@ -716,6 +733,11 @@ def summary(benches: dict[str, Bench]) -> list[tuple[str, str, str, str, str]]:
             rows.append((what if what.startswith("  ") else f"hub: {what}", *rest))
     else:
         absent("hub", "hub: 300 MB push vs cp+sync, append to the hub, 100 machines, memory")
+    search_http = parsed.get("search_http")
+    if search_http:
+        rows += search_http["rows"]
+    else:
+        absent("search_http", "search over HTTP (/search/, /api/search), both databases at 1 GB")
     for name, result in parsed.items():
         if result is None and benches[name].status == "ok":
             benches[name].parsed.add("unreadable")

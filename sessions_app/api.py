@@ -26,7 +26,7 @@ from .api_schema import OPENAPI
 from .models import Session
 from .permissions import WORKTREE_PERMISSION
 from .refusals import BodyTooLarge, LengthRequired, WorktreeForbidden, status_of
-from .search_pages import BadSearch, hit_url, search_query
+from .search_pages import BadSearch, link_hits, search_query
 from .selectors.search import search
 from .services.audit import API, actor_of_request, audit_record
 from .services.branching import (
@@ -80,6 +80,7 @@ def search_view(request: ApiRequest) -> HttpResponse:
     except BadSearch as exc:
         return error(400, str(exc))
     results = search(query)
+    link_hits(results, query.text)
     sessions = []
     for group in results.groups:
         hits = [
@@ -91,7 +92,7 @@ def search_view(request: ApiRequest) -> HttpResponse:
                 "snippet": hit.snippet,
                 "marks": [list(span) for span in hit.marks],
                 "also_in": hit.also_in,
-                "url": hit_url(group.session, hit, query.text),
+                "url": hit.url,
             }
             for hit in group.hits
         ]

@@ -6,7 +6,8 @@ import re
 from datetime import date
 from urllib.parse import urlencode
 
-from django.db.models import Count, Exists, OuterRef, Sum
+from django.db import connection
+from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
@@ -14,7 +15,7 @@ from django.views.decorators.http import require_safe
 
 from . import selectors
 from .formats import REGISTRY
-from .models import Project, Session
+from .models import Project, Record, Session
 from .selectors.family import AGENT_ID_RE, agent_id_of
 from .selectors.lists import hub_namespaces
 from .selectors.search import Hit, SearchQuery, SearchResults, SessionHits, search
@@ -105,46 +106,128 @@ def session_url(session: Session) -> str:
     return reverse("sessions:session_detail", args=[session.ref])
 
 
-def hit_url(session: Session, hit: Hit, q: str) -> str:
-    """Where a hit is shown: its turn in the transcript (or its branch), the match marked."""
-    base = session_url(session)
-    if not base:
-        return ""
+def link_hits(results: SearchResults, q: str) -> None:
+    """Set every group's and hit's `url`, in a bounded number of queries however many hits."""
+    bases = {}
+    for group in results.groups:
+        group.url = bases[group.session.pk] = session_url(group.session)
+    pairs = [(group.session, hit) for group in results.groups for hit in group.hits]
+    for (_, hit), url in zip(pairs, hit_urls(pairs, q, bases), strict=True):
+        hit.url = url
+
+
+def hit_urls(
+    pairs: list[tuple[Session, Hit]], q: str, bases: dict[int, str] | None = None
+) -> list[str]:
+    """Where each (session, hit) is shown: its turn in the transcript (or its branch), the
+    match marked; two queries for all of them (one per hit cost most of a search's time)."""
+    # An inline subagent sits in the turn of the call that started it.
+    asked = [
+        (session.pk, hit.line)
+        for session, hit in pairs
+        if not session.is_subagent and hit.turn is None and hit.sidechain
+    ]
+    before = _turns_before(asked)
+    turns = [
+        hit.turn if hit.turn is not None else before.get((session.pk, hit.line))
+        for session, hit in pairs
+    ]
+    places = [
+        (session.pk, turn, hit.line)
+        for (session, hit), turn in zip(pairs, turns, strict=True)
+        if turn and hit.active and not session.is_subagent
+    ]
+    deep = _deep_in_turns(places)
+    # One `reverse` per session (`bases`: those known) and one encoding of the words:
+    # per hit, they cost more than the queries.
+    bases = dict(bases or {})
+    for session, _ in pairs:
+        if session.pk not in bases:
+            bases[session.pk] = session_url(session)
+    hl = urlencode({"hl": q})
+    # A session with no page (`session_url` gives "") gives its hits no link either.
+    return [
+        bases[session.pk]
+        + _hit_params(session, hit, turn, (session.pk, turn, hit.line) in deep, hl)
+        if bases[session.pk]
+        else ""
+        for (session, hit), turn in zip(pairs, turns, strict=True)
+    ]
+
+
+def _hit_params(session: Session, hit: Hit, turn: int | None, deep: bool, hl: str) -> str:
+    """The query (and anchor) of a hit's link within its session's page."""
     if session.is_subagent:
-        return f"{base}?{urlencode({'hl': q})}"
-    params: dict[str, str | int] = {}
+        return f"?{hl}"
+    params: list[str] = []
     anchor = ""
-    turn = hit.turn
-    if hit.sidechain and turn is None:
-        # An inline subagent sits in the turn of the call that started it.
-        turn = _turn_before(session, hit.line)
-    if turn and hit.active and _deep_in_turn(session, turn, hit.line):
+    if hit.active and hit.turn is None and not hit.sidechain:
+        # Injected context and output before the first prompt: shown among all records
+        # only, and only by a page of the first turns: the one that starts at the hit.
+        params += ["all=1", "after=0", f"from={hit.line}", "skip=0"]
+    elif turn and hit.active and deep:
         # The turn's first page would end before the hit: open the page that starts at it.
-        params.update(after=turn - 1, **{"from": hit.line, "skip": 0})
+        params += [f"after={turn - 1}", f"from={hit.line}", "skip=0"]
     elif turn:
-        params["after"] = turn - 1
+        params.append(f"after={turn - 1}")
         anchor = f"#turn-{turn}"
     elif not hit.active:
         leaf = _abandoned_leaf(session, hit.line)
         if leaf:
-            params["leaf"] = leaf
-    params["hl"] = q
-    return f"{base}?{urlencode(params)}{anchor}"
+            params.append(urlencode({"leaf": leaf}))
+        # Its turn-less records are shown among all records only.
+        params.append("all=1")
+    params.append(hl)
+    return f"?{'&'.join(params)}{anchor}"
 
 
-def _deep_in_turn(session: Session, turn: int, line: int) -> bool:
-    """Whether so much of the turn comes before `line` that its first page may not reach it."""
-    before = session.records.filter(turn=turn, active=True, line__lt=line)
-    found = before.aggregate(records=Count("pk"), size=Sum("length"))
+def _turns_before(asked: list[tuple[int, int]]) -> dict[tuple[int, int], int]:
+    """(session pk, line) -> the turn of the nearest numbered record before the line on the
+    active branch, for every pair that has one: one query."""
+    if not asked:
+        return {}
+    table = Record._meta.db_table
+    each = (
+        f"SELECT (SELECT turn FROM {table} WHERE session_id = %s AND line < %s "  # noqa: S608
+        "AND active AND turn IS NOT NULL ORDER BY line DESC LIMIT 1)"
+    )
+    found: dict[tuple[int, int], int] = {}
+    for part in _parts(asked):
+        sql = " UNION ALL ".join(f"SELECT {i} AS i, ({each}) AS t" for i in range(len(part)))
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [value for pair in part for value in pair])
+            for i, turn in cursor.fetchall():
+                if turn is not None:
+                    found[part[i]] = turn
+    return found
+
+
+def _deep_in_turns(places: list[tuple[int, int, int]]) -> set[tuple[int, int, int]]:
+    """The (session pk, turn, line) places so far into their turn that its first page may
+    not reach them: one query for all."""
+    if not places:
+        return set()
+    table = Record._meta.db_table
     limits = PAGE_LIMITS
-    # Half a page: what is shown weighs more than the lines it comes from, or less.
-    return found["records"] >= limits.items // 2 or (found["size"] or 0) >= limits.page_bytes // 2
+    each = (
+        f"SELECT {{i}}, COUNT(*), SUM(length) FROM {table} "  # noqa: S608
+        "WHERE session_id = %s AND turn = %s AND active AND line < %s"
+    )
+    deep: set[tuple[int, int, int]] = set()
+    for part in _parts(places):
+        sql = " UNION ALL ".join(each.format(i=i) for i in range(len(part)))
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [value for place in part for value in place])
+            for i, records, size in cursor.fetchall():
+                # Half a page: what is shown weighs more than the lines it comes from, or less.
+                if records >= limits.items // 2 or (size or 0) >= limits.page_bytes // 2:
+                    deep.add(part[i])
+    return deep
 
 
-def _turn_before(session: Session, line: int) -> int | None:
-    """The turn of the nearest numbered record before `line` on the active branch."""
-    before = session.records.filter(line__lt=line, active=True, turn__isnull=False)
-    return before.order_by("-line").values_list("turn", flat=True).first()
+def _parts(items: list, size: int = 200) -> list[list]:
+    """`items` in parts small enough for one statement (SQLite's compound-select limit)."""
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def _abandoned_leaf(session: Session, line: int) -> str:
@@ -209,12 +292,10 @@ def search_page(request: HttpRequest) -> HttpResponse:
         query, error = SearchQuery(request.GET.get("q", "")[:500]), str(exc)
     if not error and query.text:
         results = search(query)
+        link_hits(results, query.text)
         owners = _owner_titles(results.groups)
         for group in results.groups:
-            group.url = session_url(group.session)
             group.heading = _heading(group.session, owners)
-            for hit in group.hits:
-                hit.url = hit_url(group.session, hit, query.text)
     scoped = None
     if query.session is not None:
         scoped = Session.objects.filter(pk=query.session).first()
