@@ -224,8 +224,17 @@ def usage_store(session: Session, found: dict[str, tuple[int, Stamp, MessageUsag
             updates.append((*merged, session.pk, key))
         else:
             inserts.append((session.pk, line, key, u.model, at, *counts, key in elsewhere))
+    names = (
+        'session_id, line, "key", model, at, input_tokens, output_tokens, '
+        'cache_write_tokens, cache_read_tokens, cache_write_1h_tokens, "copy"'
+    )
     with connection.cursor() as cursor:
-        if inserts:
+        if inserts and connection.vendor == "postgresql":
+            # COPY: one stream, where executemany runs one statement per row.
+            with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+                for row in inserts:
+                    copy.write_row(row)
+        elif inserts:
             cursor.executemany(
                 f'INSERT INTO {table} (session_id, line, "key", model, at, input_tokens, '  # noqa: S608
                 "output_tokens, cache_write_tokens, cache_read_tokens, cache_write_1h_tokens, "
