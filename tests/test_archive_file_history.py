@@ -39,7 +39,9 @@ def repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
+def root(tmp_path: Path, settings) -> Path:
+    # A restore writes only under a configured root.
+    settings.SESSION_ROOTS = [tmp_path / "claude" / "projects"]
     return tmp_path / "claude" / "projects"
 
 

@@ -18,6 +18,13 @@ from .facts import TURNS
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def _configured_roots(settings, corpus_copy) -> None:
+    """A restore writes only under a configured root: the corpus's roots are."""
+    settings.SESSION_ROOTS = [corpus_copy.path / r for r in ALL_ROOTS]
+
+
 CLAUDE = "cli/claude/-home-dev-code-webapp/d62afd75-12b1-4077-921c-1fa1eda79364.jsonl"
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from django.test import override_settings
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -156,6 +157,9 @@ class Actions(RuleBasedStateMachine):
         # Codex's dated folders (`sessions/YYYY/MM/DD`), as the CLIs keep them.
         self.root = Path(tempfile.mkdtemp(prefix="bb-machine-"))
         self.roots = [self.root / "projects", self.root / "sessions"]
+        # A restore writes only under a configured root.
+        self.configured = override_settings(SESSION_ROOTS=self.roots)
+        self.configured.enable()
         self.sources = [self._target(relpath) for relpath in SESSIONS]
         for relpath, target in zip(SESSIONS, self.sources, strict=True):
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -175,6 +179,7 @@ class Actions(RuleBasedStateMachine):
         return self.roots[0] / inside
 
     def teardown(self) -> None:
+        self.configured.disable()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def _session(self, pick: int) -> Session:

@@ -11,9 +11,11 @@ digest; one that is there with other bytes is reported and left alone).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from django.db import transaction
 
@@ -24,7 +26,7 @@ from .archive import ArchiveError, ArchiveReader, archive_covers, digest, piece_
 from .archive_files import archived_file_bytes, file_history_folder
 from .branching.errors import SourceChanged
 from .branching.guards import check_not_pushed
-from .roots import UnsafePath, check_inside
+from .roots import configured_roots, roots_hint
 
 
 class RestoreRefused(SourceChanged):
@@ -154,36 +156,11 @@ def _holds(row: ArchivedFile, dir_fd: int) -> bool | None:
 def _restore_file(session: Session) -> Path:
     """One file, written exclusively, verified, and its index row told its new state."""
     path = Path(session.path)
-    root = session.project.root
+    folder_fd = _open_folder(path, session.project.root)
     try:
-        check_inside(path, root)
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        check_inside(path.parent, root)  # made, and still no link on the way
-    except UnsafePath as exc:
-        raise RestoreRefused(f"{exc}; nothing was written") from None
-    try:
-        reader = ArchiveReader(session)
-        pieces = reader.pieces
-        label = str(session.session_id)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            fd = os.open(path, flags, 0o600)
-        except FileExistsError:
-            raise RestoreRefused(f"{path} exists: nothing to restore") from None
-        try:
-            with os.fdopen(fd, "wb") as out:
-                for _, _, pk in pieces:
-                    out.write(piece_bytes(pk, label))
-                out.flush()
-                os.fsync(out.fileno())
-            _fsync_folder(path.parent)
-            _read_back(session, path)
-        except BaseException:
-            path.unlink(missing_ok=True)
-            raise
-    except ArchiveError as exc:
-        raise RestoreRefused(f"{exc.strerror}; nothing was written") from None
-    st = os.lstat(path)
+        st = _write_file(session, path, folder_fd)
+    finally:
+        os.close(folder_fd)
     with transaction.atomic():
         # The file is exactly what the index names: the next import skips it.
         Session.objects.filter(pk=session.pk).update(
@@ -198,21 +175,96 @@ def _restore_file(session: Session) -> Path:
     return path
 
 
-def _read_back(session: Session, path: Path) -> None:
+def _open_folder(path: Path, root: str) -> int:
+    """A descriptor of the file's folder, reached from a configured root one component at
+    a time, each opened as itself (never through a link) relative to its parent's."""
+    real_root = Path(os.path.realpath(root))
+    roots = configured_roots()
+    if real_root not in roots:
+        raise RestoreRefused(
+            f"{path}: its root {real_root} is not a configured session root; "
+            f"{roots_hint()}; nothing was written"
+        )
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        raise RestoreRefused(
+            f"{path}: outside the session root {root}; nothing was written"
+        ) from None
+    if not parts or any(p in {"", ".", ".."} for p in parts):
+        raise RestoreRefused(f"{path}: not a file under {root}; nothing was written")
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(real_root, flags)
+    except OSError as exc:
+        raise RestoreRefused(
+            f"{real_root}: cannot open the root ({exc.strerror}); nothing was written"
+        ) from None
+    try:
+        for part in parts[:-1]:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o700, dir_fd=fd)
+            child = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except OSError as exc:
+        os.close(fd)
+        raise RestoreRefused(
+            f"{path}: a folder on its way is a link or cannot be opened "
+            f"({exc.strerror or exc}); links are never followed; nothing was written"
+        ) from None
+    return fd
+
+
+def _write_file(session: Session, path: Path, folder_fd: int) -> os.stat_result:
+    """The file created in its folder's descriptor, written, read back; removed on failure."""
+    name = path.name
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        reader = ArchiveReader(session)
+        pieces = reader.pieces
+        try:
+            fd = os.open(name, flags, 0o600, dir_fd=folder_fd)
+        except FileExistsError:
+            raise RestoreRefused(f"{path} exists: nothing to restore") from None
+        except OSError as exc:
+            raise RestoreRefused(f"{path}: cannot create it ({exc.strerror})") from None
+        try:
+            with os.fdopen(fd, "r+b", closefd=False) as out:
+                for _, _, pk in pieces:
+                    out.write(piece_bytes(pk, str(session.session_id)))
+                out.flush()
+                os.fsync(fd)
+                os.fsync(folder_fd)
+                _read_back(session, path, out)
+                return os.fstat(fd)
+        except BaseException:
+            _unlink_own(name, folder_fd, fd)
+            raise
+        finally:
+            os.close(fd)
+    except ArchiveError as exc:
+        raise RestoreRefused(f"{exc.strerror}; nothing was written") from None
+    except OSError as exc:
+        raise RestoreRefused(f"{path}: not restored ({exc.strerror or exc}); removed it") from None
+
+
+def _unlink_own(name: str, folder_fd: int, fd: int) -> None:
+    """Remove the file this restore created, through the folder's descriptor."""
+    # Only while the name is still this file: another file there is never removed.
+    with contextlib.suppress(OSError):
+        own = os.fstat(fd)
+        there = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
+        if (there.st_dev, there.st_ino) == (own.st_dev, own.st_ino):
+            os.unlink(name, dir_fd=folder_fd)
+
+
+def _read_back(session: Session, path: Path, f: BinaryIO) -> None:
     """The file just written holds every piece's bytes, by their digests."""
     pieces = list(session.archive_pieces.order_by("start").values_list("start", "length", "digest"))
-    with open(path, "rb") as f:
-        for start, length, expected in pieces:
-            f.seek(start)
-            if digest(f.read(length)) != expected:
-                raise RestoreRefused(f"{path}: did not read back as archived; removed it")
-        if f.read(1):
-            raise RestoreRefused(f"{path}: longer than archived; removed it")
-
-
-def _fsync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    for start, length, expected in pieces:
+        f.seek(start)
+        if digest(f.read(length)) != expected:
+            raise RestoreRefused(f"{path}: did not read back as archived; removed it")
+    if f.read(1):
+        raise RestoreRefused(f"{path}: longer than archived; removed it")
