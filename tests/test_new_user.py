@@ -48,3 +48,15 @@ def test_the_real_watcher_marks_a_deleted_file_removed_at_once(tmp_path: Path) -
         watcher.terminate()
         watcher.wait(timeout=30)
         out.close()
+
+
+def test_usage_without_a_model_says_why_it_has_no_price() -> None:
+    """Item 16: tokens of a message whose file names no model are listed as such."""
+    from datetime import date
+
+    from sessions_app.selectors.usage import Totals
+
+    totals = Totals()
+    totals.add("", date(2026, 1, 1), False, (10, 5, 0, 0, 0, 1))
+    assert totals.unpriced == {"(no model: the file names none)": 15}
+    assert not totals.priced
