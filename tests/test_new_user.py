@@ -60,3 +60,27 @@ def test_usage_without_a_model_says_why_it_has_no_price() -> None:
     totals.add("", date(2026, 1, 1), False, (10, 5, 0, 0, 0, 1))
     assert totals.unpriced == {"(no model: the file names none)": 15}
     assert not totals.priced
+
+
+def test_a_summary_title_is_the_heading_and_is_found(
+    tmp_path: Path, client, transactional_db: None
+) -> None:
+    """Item 15: the words of Claude's `summary` record (a title the page may show) are found."""
+    from sessions_app.models import Session
+    from sessions_app.selectors.search import SearchQuery, search
+    from sessions_app.services.importing import sessions_import
+    from sessions_app.services.searching import search_refresh
+
+    from .factories import jsonl, one_turn
+
+    sid = str(uuid.uuid4())
+    records = one_turn(sid, "make the list say so when empty", "done")
+    summary = {"type": "summary", "summary": "Zorbl State Fix", "leafUuid": records[-1]["uuid"]}
+    folder = tmp_path / "root" / "-work-demo"
+    folder.mkdir(parents=True)
+    (folder / f"{sid}.jsonl").write_bytes(jsonl([summary, *records]))
+    assert not sessions_import(roots=[tmp_path / "root"]).errors
+    assert not search_refresh().errors
+    assert Session.objects.filter(session_id=sid).exists()
+    groups = search(SearchQuery("zorbl state")).groups
+    assert [str(g.session.session_id) for g in groups] == [sid]
