@@ -22,6 +22,7 @@ from . import (
     COMPACT_SUMMARY,
     LOCAL_OUTPUT,
     PROMPT,
+    SUMMARY,
     TITLE,
     TOOL_RESULT,
     USER_OTHER,
@@ -34,7 +35,16 @@ SEARCH_TEXT_LIMIT = 256_000
 # User-side records the transcript shows as notes inside a turn.
 NOTE_KINDS = (USER_OTHER, LOCAL_OUTPUT)
 # The kinds whose records carry text a person would look for: every kind the page shows.
-SEARCHABLE_KINDS = (PROMPT, COMMAND, ASSISTANT, TOOL_RESULT, COMPACT_SUMMARY, TITLE, *NOTE_KINDS)
+SEARCHABLE_KINDS = (
+    PROMPT,
+    COMMAND,
+    ASSISTANT,
+    TOOL_RESULT,
+    COMPACT_SUMMARY,
+    TITLE,
+    SUMMARY,
+    *NOTE_KINDS,
+)
 
 PROMPT_PART, REPLY, THINKING, TOOL, OUTPUT, TITLE_PART, SUMMARY_PART, NOTE_PART = (
     "prompt",
@@ -96,6 +106,10 @@ def search_text(
     """
     if kind == TITLE:
         return (TITLE_PART, _cut(title)) if title and title.strip() else None
+    if kind == SUMMARY:
+        # Claude's `summary` record: the page's heading when no other title is set.
+        text = _string(data.get("summary"))
+        return (TITLE_PART, _cut(text)) if text.strip() else None
     if kind in (PROMPT, COMMAND, COMPACT_SUMMARY):
         part = SUMMARY_PART if kind == COMPACT_SUMMARY else PROMPT_PART
         text = agent.record_text(data)

@@ -20,7 +20,7 @@ from datetime import time as day_time
 from django.db import connection
 from django.utils import timezone
 
-from ..formats import TITLE
+from ..formats import SUMMARY, TITLE
 from ..formats.markup import tags_removed
 from ..formats.search_text import PART_LABELS, query_terms, short_terms, snippet
 from ..models import Record, SearchText, Session
@@ -164,8 +164,8 @@ def search_filters(query: SearchQuery) -> tuple[str, list]:
     if not query.everything and query.session is None:
         # A subagent's work is part of its session, in its own file or inline; what an
         # in-CLI rewind abandoned is searched only when asked for.
-        where.append("(r.active OR r.kind = %s OR r.sidechain OR s.is_subagent)")
-        params.append(TITLE)
+        where.append("(r.active OR r.kind IN (%s, %s) OR r.sidechain OR s.is_subagent)")
+        params.extend([TITLE, SUMMARY])
     if query.project is not None:
         where.append("s.project_id = %s")
         params.append(query.project)

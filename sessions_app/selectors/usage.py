@@ -57,7 +57,7 @@ class Totals:
             return
         price = rates(model, day, long_context=long)
         if price is None:
-            name = model or "(no model)"
+            name = model or "(no model: the file names none)"
             self.unpriced[name] = self.unpriced.get(name, 0) + i + o + w + r
         else:
             self.cost += price.cost(i, o, w, r, h)

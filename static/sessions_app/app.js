@@ -266,9 +266,28 @@ window.addEventListener("load", function () {
       next = all.find(function (t) { return t.getBoundingClientRect().top > 1; }) || all[all.length - 1];
       if (step < 0) next = all[Math.max(0, all.indexOf(next) - 1)];
     } else {
+      if (step > 0 && at === all.length - 1 && more(all[at])) return;
       next = all[Math.min(all.length - 1, Math.max(0, at + step))];
     }
     focusTurn(next);
+  }
+  // Past the last loaded turn: the next chunk is loaded (by scrolling its "more" link into
+  // view, which loads it as scrolling does, so it is never asked for twice), then its
+  // first turn focused. False when every turn is loaded.
+  function more(last) {
+    const link = document.querySelector("#turns > .more[hx-get]");
+    if (!link) return false;
+    document.body.addEventListener("htmx:afterRequest", function loaded(event) {
+      // The link is swapped out by then: the event reaches the page from its old parent.
+      const config = event.detail.requestConfig;
+      if (!config || config.elt !== link) return;
+      document.body.removeEventListener("htmx:afterRequest", loaded);
+      const all = turns();
+      const at = all.indexOf(last);
+      if (at >= 0 && at + 1 < all.length) focusTurn(all[at + 1]);
+    });
+    link.scrollIntoView({ block: "end" });
+    return true;
   }
   // Closing the list of keys gives the focus back to the focused turn, so the next key
   // acts on it (not on the list's Close button, which would take it for typing).

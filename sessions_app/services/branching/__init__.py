@@ -154,7 +154,8 @@ def session_rewind(*, session: Session, turn: int) -> Session:
 
 
 def session_rewind_undo(*, session: Session) -> Session:
-    """Bring a rewound session back to exactly what it was before the rewind."""
+    """Undo the last rewind: Qwen Code's file gets a record appended that brings the turns
+    back (its file keeps growing); Claude Code's and Codex's file is rebuilt byte for byte."""
     with refusing_on_stale(session):
         check_not_pushed(session, "an undo")
         check_paths(session)
