@@ -225,13 +225,16 @@ def _index(namespace: HubNamespace, stored: list[Entry]) -> dict[str, Session]:
     the search words and usage of them all at once; each indexed file is recorded."""
     report = ImportReport()
     sessions: dict[str, Session] = {}
+    sources = []
     for entry in stored:
         assert entry.root is not None and entry.target is not None
         found, _, _ = discover_path(entry.root, entry.target)
-        for source in found:
-            session = session_file_import(source=source, report=report)
-            if session is not None:
-                sessions[entry.normal] = session
+        sources += [(source, entry.normal) for source in found]
+    # Sessions first, so a subagent's file finds its parent imported (as the import does).
+    for source, normal in sorted(sources, key=lambda pair: pair[0].is_subagent):
+        session = session_file_import(source=source, report=report)
+        if session is not None:
+            sessions[normal] = session
     if not sessions:
         return sessions
     projects_refresh(project_ids={s.project_id for s in sessions.values()})

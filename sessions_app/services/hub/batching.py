@@ -46,6 +46,7 @@ def push_batched(
     paths it answered for (stored or refused), which the one-by-one push then passes by."""
     new = [f for f in files if not state.get(f.hub_path) and _size(f) <= min(BATCH_FILE, most)]
     done: set[str] = set()
+    local_of = {f.hub_path: f.path for f in new}
     if len(new) < 2:
         return done  # one file: the chunk and commit of old are as quick
     batches = _batches(new, report, max(most, 1))
@@ -69,7 +70,7 @@ def push_batched(
                     return done  # a hub from before batches: one by one
                 if not exc.status:
                     raise  # the hub is away: the rest would fail too
-                report.problems.append(f"a batch of {len(sent)} files: {exc}")
+                report.problems.extend(f"{local_of[p]}: {exc}" for p in sent)
                 done.update(sent)
                 continue
             report.wire_bytes += len(packed)
@@ -79,7 +80,7 @@ def push_batched(
                     continue  # not answered: goes one by one
                 done.add(path)
                 if "error" in got:
-                    report.problems.append(f"{path}: the hub refused: {got['error']}")
+                    report.problems.append(f"{local_of[path]}: {got['error']}")
                 else:
                     report.sent_files.append(path)
                     report.bytes_sent += size
