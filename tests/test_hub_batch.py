@@ -253,3 +253,16 @@ def test_a_first_push_sends_the_small_new_files_in_one_request(
     # Nothing to send the second time: one request.
     client.called.clear()
     assert push(client).sent_files == [] and client.called == ["state"]
+
+
+def test_the_longest_file_name_the_hub_takes_is_stored_by_a_batch(hub: Hub) -> None:
+    """Its temporary name fits the disk too: stored (no session id in such a name: not
+    imported, 422 for that file), never a 500."""
+    from sessions_app.services.hub.namespaces import MAX_NAME
+
+    source = SOURCES[0]
+    path = f".claude/projects/{source.parent.name}/{'x' * (MAX_NAME - 6)}.jsonl"
+    response = _batch(hub, _body([(path, source.read_bytes())]))
+    assert response.status_code == 200, response.content
+    assert response.json()["files"][path]["status"] == 422
+    assert _stored() == {f"alice@laptop/{path}": source.read_bytes()}

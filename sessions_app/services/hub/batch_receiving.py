@@ -162,14 +162,20 @@ def _store(namespace: HubNamespace, entry: Entry) -> None:
     assert entry.target is not None
     target = entry.target
     _folders_make(namespace, target.parent)
-    temporary = target.with_name(f".{target.name}.batch")  # a dot name the importer passes by
+    # A dot name the importer passes by, no longer than the staging file's (MAX_NAME).
+    temporary = target.with_name(f".{target.name}.bat")
     with file_lock(entry.normal, target):
         if _held_same(target, entry):
             return  # a batch sent again after its answer was lost
         with suppress(FileNotFoundError):
             os.unlink(temporary)  # a hub killed mid-batch; under the lock, no one writes it
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(temporary, flags, 0o600)
+        try:
+            fd = os.open(temporary, flags, 0o600)
+        except OSError as exc:
+            raise PushRefused(
+                f"{entry.normal}: cannot be written on the hub ({exc.strerror})"
+            ) from None
         try:
             view = memoryview(entry.data)
             while view:
