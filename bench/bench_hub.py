@@ -19,10 +19,15 @@ fresh PostgreSQL database, and machines whose HOME holds generated sessions
    process fetches the project list and a session page: page p95 against the idle
    hub's (same run), and pushes per second;
 4. peak RSS of `push_sessions` and of the hub's gunicorn workers (VmHWM, reset before
-   each push) during the `--session-mb` push and the `--small-mb` one.
+   each push) during the `--session-mb` push and the `--small-mb` one;
+5. a cold push of a corpus of many real-sized files (`--corpus-mb`, bench/corpus.py's
+   copies of the fixture sessions, a few hundred files of 0.1 KB-3 MB): `push_sessions`
+   until it ends, next to `cp -r` + `sync` of the same folder and the hub's own
+   `import_sessions` of those files into a fresh PostgreSQL database (same run).
 
     .venv/bin/python bench/bench_hub.py [--session-mb 300] [--small-mb 30] [--machines 100]
-        [--seconds 20] [--samples 7] [--live-mb 3] [--quick] [--keep]
+        [--seconds 20] [--samples 7] [--live-mb 3] [--corpus-mb 57] [--quick] [--keep]
+    [--parts push,append,machines,corpus]
 
 The databases (helperbench_hub_<pid>, helperbench_local_<pid>) are created next to
 postgres://postgres@127.0.0.1:5432/postgres (or --pg-url) and dropped at the end. A
@@ -57,7 +62,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_fork import cp_sync  # noqa: E402 (needs the path above)
-from bench.corpus import fresh_database, long_session  # noqa: E402
+from bench.corpus import fresh_database, long_session, replicated_corpus  # noqa: E402
 
 MB = 1_000_000
 PYTHON = sys.executable
@@ -694,6 +699,7 @@ def main() -> None:
     parser.add_argument("--small-mb", type=float, default=30, help="the small push (memory)")
     parser.add_argument("--live-mb", type=float, default=3, help="the session appended to")
     parser.add_argument("--samples", type=int, default=7, help="appends timed with --watch")
+    parser.add_argument("--corpus-mb", type=float, default=57, help="the corpus of many files")
     parser.add_argument("--machines", type=int, default=100, help="simulated machines")
     parser.add_argument("--seconds", type=float, default=20, help="seconds of each load phase")
     parser.add_argument("--quick", action="store_true", help="small sizes (run_all's quick run)")
@@ -701,12 +707,15 @@ def main() -> None:
     parser.add_argument("--tmpdir", default=None, help="where the work folder goes")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument(
-        "--parts", default="push,append,machines", help="which of push,append,machines to run"
+        "--parts",
+        default="push,append,machines,corpus",
+        help="which of push,append,machines,corpus to run",
     )
     args = parser.parse_args()
     if args.quick:
         args.session_mb, args.small_mb, args.live_mb = 30, 3, 1
         args.samples, args.machines, args.seconds = 3, 20, 5
+        args.corpus_mb = 10
     work = Path(tempfile.mkdtemp(prefix="helperbench-hub-", dir=args.tmpdir))
     tag = os.getpid()
     rows: list[list[str]] = []
@@ -748,6 +757,8 @@ def main() -> None:
                 rows += run_pushes(args, work, hub, token, local_env)
             if "append" in parts:
                 rows += run_append(args, work, hub, token)
+            if "corpus" in parts:
+                rows += run_corpus(args, work, hub, token, tag)
             if "machines" in parts:
                 rows += run_machines(args, hub, token, cookie)
                 # The deployment's push pool: 3 workers of their own at nice 10.
@@ -860,6 +871,92 @@ def run_pushes(args, work: Path, hub: HubServer, token: str, local_env) -> list[
         ]
     )
     return rows
+
+
+def cp_r_sync(folder: Path, scratch: Path) -> float:
+    """The baseline: `cp -r` of the folder, then `sync` of the copy's files (fsync)."""
+    target = scratch / "cp-r-baseline"
+    start = time.perf_counter()
+    subprocess.run(["cp", "-r", str(folder), str(target)], check=True)
+    files = [str(p) for p in target.rglob("*") if p.is_file()]
+    subprocess.run(["sync", *files], check=True)
+    spent = time.perf_counter() - start
+    shutil.rmtree(target)
+    return spent
+
+
+def run_corpus(args, work: Path, hub: HubServer, token: str, tag: int) -> list[list[str]]:
+    """A cold push of many real-sized files beside `cp -r` + `sync` and the hub's own import."""
+    machine = Machine(work, "corpus", 0.001, hub, token)
+    projects = machine.home / ".claude" / "projects"
+    machine.path.unlink()  # only the corpus: its sizes are the real ones
+    machine.path.parent.rmdir()
+    files, written = replicated_corpus(projects, target_bytes=int(args.corpus_mb * MB))
+    old = time.time() - 60
+    for path in projects.rglob("*.jsonl"):
+        os.utime(path, (old, old))
+    bases = [cp_r_sync(projects, work)]
+    logged = hub.access_log.stat().st_size if hub.access_log.exists() else 0
+    start = time.perf_counter()
+    done = subprocess.run(
+        [*MANAGE, "push_sessions"], env=machine.env, cwd=ROOT, capture_output=True, text=True
+    )
+    pushed = time.perf_counter() - start
+    if done.returncode:
+        raise SystemExit(f"push_sessions failed:\n{(done.stdout + done.stderr)[-3000:]}")
+    held = (
+        Path(hub.env["BRANCHBOARD_DATA_DIR"]) / "hub" / machine.namespace / ".claude" / "projects"
+    )
+    sent = sorted(p.relative_to(projects) for p in projects.rglob("*.jsonl"))
+    got = sorted(p.relative_to(held) for p in held.rglob("*.jsonl"))
+    if sent != got or any(sha256_of(projects / p) != sha256_of(held / p) for p in sent):
+        raise SystemExit("the hub's files are not the machine's")
+    calls: dict[str, list[float]] = {}
+    with hub.access_log.open() as f:
+        f.seek(logged)
+        for line in f:
+            words = line.split()
+            if len(words) == 4 and words[1].startswith("/api/hub/"):
+                calls.setdefault(words[1].rsplit("/", 1)[-1], []).append(int(words[3]) / 1e6)
+    bases += [cp_r_sync(projects, work), cp_r_sync(projects, work)]
+    base = statistics.median(bases)
+    data = work / "corpus-import"
+    data.mkdir(mode=0o700)
+    with fresh_database("postgres", data, args.pg_url, f"helperbench_corpus_{tag}") as env:
+        subprocess.run([*MANAGE, "migrate", "-v", "0"], env=env, cwd=ROOT, check=True)
+        env = dict(env, HOME=str(machine.home))
+        for name in MACHINE_UNSET[1:]:
+            env.pop(name, None)
+        start = time.perf_counter()
+        subprocess.run(
+            [*MANAGE, "import_sessions", "--no-progress", "--root", str(projects)],
+            env=env,
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        imported = time.perf_counter() - start
+    mb = written / MB
+    on_hub = ", ".join(
+        f"{what} {len(spent)} requests {sum(spent):.2f} s" for what, spent in sorted(calls.items())
+    )
+    print(
+        f"corpus push: {files} files, {mb:.1f} MB: push_sessions {pushed:.2f} s; cp -r + sync "
+        f"{base:.3f} s (runs {', '.join(f'{b:.3f}' for b in bases)}); the hub's own "
+        f"import_sessions of them {imported:.2f} s\n  on the hub (access log): {on_hub}",
+        flush=True,
+    )
+    label = f"corpus push cold: {files} files, {mb:.0f} MB, push_sessions end to end"
+    return [
+        [label, f"{pushed:.2f} s", f"cp -r + sync {base:.3f} s", f"{pushed / base:.0f}x", ""],
+        [
+            "  the same push against the hub's own import of those files",
+            f"{pushed:.2f} s",
+            f"import_sessions {imported:.2f} s",
+            f"{pushed / imported:.2f}x",
+            "<= 2x",
+        ],
+    ]
 
 
 def run_append(args, work: Path, hub: HubServer, token: str) -> list[list[str]]:

@@ -24,7 +24,7 @@ from django.views.decorators.csrf import csrf_exempt
 from .api_auth import ApiRequest, allow, authenticate, error
 from .models import HubNamespace, Session
 from .services.audit import API, actor_of_request, audit_record, client_address
-from .services.hub import offering, receiving
+from .services.hub import batch_receiving, offering, receiving
 from .services.hub.indexing import NotImported
 from .services.hub.namespaces import BadHubPath, hub_path_check, namespace_folder
 from .services.hub.receiving import PushRefused
@@ -131,7 +131,7 @@ def _body(request: HttpRequest, size: int) -> bytes:
 
 def _body_check(request: HttpRequest, endpoint: str) -> None:
     """A body over the endpoint's limit is refused by its Content-Length, before it is read."""
-    if endpoint == "chunk":
+    if endpoint in ("chunk", "batch"):
         limit = receiving.max_chunk() + (1 << 16)  # a chunk that zstd could not shrink
     else:
         limit = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0) or receiving.max_chunk()
@@ -143,8 +143,10 @@ def _body_check(request: HttpRequest, endpoint: str) -> None:
         raise receiving.TooLarge(f"a request here is at most {limit} bytes, not {sent}")
 
 
-def _audit(request: ApiRequest, action: str, namespace: str, detail: str) -> None:
-    path = request.GET.get("path", "")
+def _audit(
+    request: ApiRequest, action: str, namespace: str, detail: str, path: str | None = None
+) -> None:
+    path = request.GET.get("path", "") if path is None else path
     session = None
     try:
         root, rest = hub_path_check(path)
@@ -248,6 +250,24 @@ def commit(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
     _audit(request, "push", namespace.name, f"whole file, {request.GET.get('size')} bytes")
     caught_up = session.search_lines == session.line_count
     return JsonResponse({"session_id": str(session.session_id), "caught_up": caught_up})
+
+
+@allow("POST")
+@hub_endpoint
+def batch(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
+    """POST /api/hub/batch?namespace=…, zstd body (a manifest line, then the bytes): many
+    small new files at once, each stored or refused on its own, then indexed together."""
+    sent = int(request.META.get("CONTENT_LENGTH") or -1)  # at most its limit (_body_check)
+    if sent < 0:
+        raise PushRefused("send the batch with a Content-Length header")
+    entries = batch_receiving.batch_decode(_body(request, sent))
+    files = batch_receiving.batch_receive(namespace, entries)
+    for path, said in files.items():
+        if "error" in said and "size" not in said:
+            _audit(request, "push-refused", namespace.name, str(said["error"]), path=path)
+        else:
+            _audit(request, "push", namespace.name, f"whole file, {said['size']} bytes", path=path)
+    return JsonResponse({"namespace": namespace.name, "files": files})
 
 
 @allow("POST")

@@ -45,6 +45,15 @@ def hub_paths(query: Callable[[str, str], dict], responses: Callable[..., dict])
             "sha256",
             codes=(409,),
         ),
+        "/api/hub/batch": _hub(
+            "post",
+            "Many small new files in one zstd body: a manifest line "
+            '({"files": [{"path", "size", "sha256"}]}), then their bytes one after the other; '
+            "each is stored whole (never over a file the hub holds) or refused on its own "
+            '(answer {"files": {path: {"size", "session_id"} or {"error", "status"}}}), '
+            "then all are indexed in one pass",
+            codes=(409, 413),
+        ),
         "/api/hub/catch-up": _hub(
             "post", "Search words and usage of a big committed file", "path", codes=(409,)
         ),

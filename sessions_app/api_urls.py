@@ -19,6 +19,7 @@ urlpatterns = [
     path("hub/state", api_hub.state, name="hub_state"),
     path("hub/chunk", api_hub.chunk, name="hub_chunk"),
     path("hub/commit", api_hub.commit, name="hub_commit"),
+    path("hub/batch", api_hub.batch, name="hub_batch"),
     path("hub/catch-up", api_hub.catch_up, name="hub_catch_up"),
     path("hub/pulls", api_hub.pulls, name="hub_pulls"),
     path("hub/pulled", api_hub.pulled, name="hub_pulled"),

@@ -33,6 +33,7 @@ from django.conf import settings
 from ...formats import agents
 from ..discovery import RootError, SessionFile, discover
 from ..roots import open_regular
+from .batching import push_batched
 from .client import LONG_TIMEOUT, Hub, HubError
 from .namespaces import BadHubPath, hub_folder, hub_path_check
 from .proofs import Held, proofs
@@ -189,7 +190,11 @@ def push(
         state = hub.json(
             "POST", "state", body=orjson.dumps({"paths": [f.hub_path for f in batch]})
         )["files"]
+        # Small new files first, many to a request (batching); the rest one by one.
+        done = set() if dry_run else push_batched(hub, batch, state, report, said, chunk_size())
         for local in batch:
+            if local.hub_path in done:
+                continue
             try:
                 _push_file(hub, local, state.get(local.hub_path) or {}, report, dry_run, said)
             except (OSError, ValueError) as exc:
