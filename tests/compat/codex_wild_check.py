@@ -61,10 +61,10 @@ def main(root: Path) -> int:
     from tests.compat.clis import codex_home, ensure_codex, run_codex
     from tests.compat.fake_model import FakeModel
     from tests.compat.test_codex_wild_compat import (
+        context_texts,
         same_prompts,
         sent_prompts,
         turns_of,
-        user_texts,
     )
 
     call_command("migrate", verbosity=0)
@@ -87,7 +87,7 @@ def main(root: Path) -> int:
             print(f"{name}: no turn to fork")
             continue
         prompts = list(source.records.turn_starts().order_by("line").values_list("text", flat=True))
-        context = user_texts(copy) - set(prompts)
+        context = context_texts(copy, prompts)
         results = []
         for turn in turns_of(source):
             try:
