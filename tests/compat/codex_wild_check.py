@@ -44,6 +44,10 @@ def provider_options(path: Path, url: str) -> list[str]:
 
 def main(root: Path) -> int:
     """Check every rollout under `root`; 0 when all forks resumed with their prompts."""
+    if (root / "sessions").is_dir():
+        # The corpus folder itself: its rollouts keep their `sessions/YYYY/MM/DD` layout
+        # only when copied from there (else none is imported and none is checked).
+        root = root / "sessions"
     scratch = Path(tempfile.mkdtemp(prefix="codex-wild-"))
     os.environ["BRANCHBOARD_DATA_DIR"] = str(scratch / "data")
     os.environ.pop("DATABASE_URL", None)
