@@ -12,6 +12,7 @@ Prints one line per file and a summary; exits 1 when any fork is not resumed as 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -19,6 +20,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT = Path("/work/shared/corpus/public/codex/sessions")
+PROVIDER = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def provider_options(path: Path, url: str) -> list[str]:
@@ -31,7 +33,12 @@ def provider_options(path: Path, url: str) -> list[str]:
     except (orjson.JSONDecodeError, AttributeError):
         return []
     provider = payload.get("model_provider") if isinstance(payload, dict) else None
-    if not isinstance(provider, str) or provider in ("", "openai") or not provider.isidentifier():
+    # A provider id is a bare word of a `-c` key path: "amd-openai" (1.17.7) has a hyphen.
+    if (
+        not isinstance(provider, str)
+        or provider in ("", "openai")
+        or not PROVIDER.fullmatch(provider)
+    ):
         return []
     key = f"model_providers.{provider}"
     return [
