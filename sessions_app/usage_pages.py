@@ -40,6 +40,9 @@ COLUMNS = (
     "messages",
     "cost_usd",
     "priced",
+    # Of output_tokens (billed as output, priced with it); last, so older columns keep
+    # their places in a spreadsheet.
+    "reasoning_tokens",
 )
 
 
@@ -106,7 +109,7 @@ def _label(project: Project, twin: bool) -> str:
 def _values(t: Totals) -> list:
     priced = "yes" if t.priced else "no: " + ", ".join(sorted(t.unpriced))
     counts = [t.input, t.output, t.cache_write, t.cache_read, t.cache_write_1h, t.messages]
-    return [*counts, f"{t.cost:.6f}", priced]
+    return [*counts, f"{t.cost:.6f}", priced, t.reasoning]
 
 
 @require_safe

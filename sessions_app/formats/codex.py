@@ -150,11 +150,25 @@ def parse_line(raw: bytes) -> ParsedRecord:
         git: dict[str, Any] = found if isinstance(found, dict) else {}
         record.git_branch = bounded(record, git, "branch", 255, "payload.git")
         record.forked_from = bounded(record, meta, "forked_from_id", 64, "payload")
+        if not record.forked_from:
+            # A `thread_spawn` sub-agent started without its parent's history names the
+            # parent only in its `source` (0.104 CLI, Codex Desktop).
+            record.forked_from = _spawned_by(record, meta)
     elif kind == "turn_context":
         record.model = bounded(record, payload, "model", MODEL_LIMIT, "payload")
     elif kind == "compacted":
         record.kind = COMPACT_SUMMARY
     return record
+
+
+def _spawned_by(record: ParsedRecord, meta: dict[str, Any]) -> str | None:
+    """The `parent_thread_id` of a `thread_spawn` sub-agent's `source`, if it names one."""
+    source = meta.get("source")
+    subagent = source.get("subagent") if isinstance(source, dict) else None
+    spawn = subagent.get("thread_spawn") if isinstance(subagent, dict) else None
+    if not isinstance(spawn, dict):
+        return None
+    return bounded(record, spawn, "parent_thread_id", 64, "payload.source.subagent.thread_spawn")
 
 
 def _response_item(record: ParsedRecord, item: dict[str, Any]) -> None:

@@ -83,21 +83,18 @@ def session_usage_parts(session: Session) -> list[UsagePart]:
 class _Message:
     model: str
     at: datetime | None
-    counts: tuple[int, int, int, int, int]
+    counts: tuple[int, int, int, int, int, int]  # `_COUNTS`
     place: tuple[str, int | None]
 
     @property
     def priced(self) -> tuple[str, date | None, bool, tuple[int, ...]]:
         """`Totals.add`'s arguments for this one message."""
-        i, _, w, r, _ = self.counts
+        i, _, w, r, _, reasoning = self.counts
         return (
             self.model,
             self.at.date() if self.at else None,
             i + w + r > LONG_CONTEXT,
-            (
-                *self.counts,
-                1,
-            ),
+            (*self.counts[:5], 1, reasoning),
         )
 
 
@@ -107,6 +104,7 @@ _COUNTS = (
     "cache_write_tokens",
     "cache_read_tokens",
     "cache_write_1h_tokens",
+    "reasoning_tokens",
 )
 
 
@@ -129,7 +127,7 @@ def _whole_session(session: Session, *, labels: bool) -> dict[str, _Message]:
     sql = (
         'SELECT u."key", u.model, u.at, u.input_tokens, u.output_tokens, '  # noqa: S608
         "u.cache_write_tokens, u.cache_read_tokens, u.cache_write_1h_tokens, "
-        f"u.line, r.kind, r.active, r.sidechain, r.turn FROM {table} u "
+        f"u.reasoning_tokens, u.line, r.kind, r.active, r.sidechain, r.turn FROM {table} u "
         f"LEFT JOIN {record} r ON r.session_id = u.session_id AND r.line = u.line "
         "WHERE u.session_id = %s ORDER BY u.line"
     )
@@ -138,7 +136,7 @@ def _whole_session(session: Session, *, labels: bool) -> dict[str, _Message]:
         rows_main = cursor.fetchall()
     progress_lines: dict[str, int] = {}
     for key, model, at, *rest in rows_main:
-        counts, (line, kind, active, sidechain, turn) = tuple(rest[:5]), rest[5:]
+        counts, (line, kind, active, sidechain, turn) = tuple(rest[:6]), rest[6:]
         if isinstance(at, str):  # SQLite without Django's converters
             at = datetime.fromisoformat(at)
         if kind == PROGRESS:
@@ -236,6 +234,7 @@ def family_usage(sessions: dict[int, Session]) -> FamilyUsage:
         "cache_write_tokens",
         "cache_read_tokens",
         "cache_write_1h_tokens",
+        "reasoning_tokens",
     )
     keys: dict[int, dict[str, tuple]] = defaultdict(dict)
     for pk, key, *rest in rows.iterator(chunk_size=5000):
@@ -256,7 +255,7 @@ def family_usage(sessions: dict[int, Session]) -> FamilyUsage:
             if key in ancestors:
                 inherited += 1
                 continue
-            counts_n = (*counts, 1)
+            counts_n = (*counts[:5], 1, counts[5])
             day = at.date() if at else None
             long = counts[0] + counts[2] + counts[3] > LONG_CONTEXT
             own.add(model, day, long, counts_n)

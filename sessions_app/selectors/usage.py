@@ -32,6 +32,7 @@ class Totals:
     cache_read: int = 0
     cache_write_1h: int = 0  # of cache_write
     messages: int = 0
+    reasoning: int = 0  # of output: billed as output, so priced with it, never again
     cost: Decimal = field(default_factory=Decimal)
     unpriced: dict[str, int] = field(default_factory=dict)  # model -> tokens with no price
     sources: set[str] = field(default_factory=set)
@@ -46,7 +47,10 @@ class Totals:
         return not self.unpriced
 
     def add(self, model: str, day: date | None, long: bool, counts: tuple[int, ...]) -> None:
-        i, o, w, r, h, n = counts
+        """Adds (input, output, cache write, cache read, hour-long cache write, messages[,
+        reasoning]) of `model` on `day`; the reasoning is part of the output, priced as it."""
+        i, o, w, r, h, n, *rest = counts
+        self.reasoning += rest[0] if rest else 0
         self.input += i
         self.output += o
         self.cache_write += w
@@ -64,7 +68,7 @@ class Totals:
             self.sources.add(price.source)
 
     def merge(self, other: Totals) -> None:
-        for name in (*TOKEN_KINDS, "messages"):
+        for name in (*TOKEN_KINDS, "messages", "reasoning"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.cost += other.cost
         for model, tokens in other.unpriced.items():
@@ -79,7 +83,8 @@ def _day_sql() -> str:
 
 
 def grouped_usage(extra_group: str | None, joins: str, where: str, params: list) -> list[tuple]:
-    """(extra, model, day, long, in, out, cache write, cache read, messages) per group."""
+    """(extra, model, day, long, (in, out, cache write, cache read, cache write 1h, messages,
+    reasoning of out)) per group."""
     table = Usage._meta.db_table
     day = _day_sql()
     long = f"(u.input_tokens + u.cache_write_tokens + u.cache_read_tokens) > {LONG_CONTEXT}"
@@ -87,7 +92,7 @@ def grouped_usage(extra_group: str | None, joins: str, where: str, params: list)
     sql = (
         f"SELECT {extra_group or 'NULL'}, u.model, {day}, {long}, SUM(u.input_tokens), "  # noqa: S608
         "SUM(u.output_tokens), SUM(u.cache_write_tokens), SUM(u.cache_read_tokens), "
-        "SUM(u.cache_write_1h_tokens), COUNT(*) "
+        "SUM(u.cache_write_1h_tokens), COUNT(*), SUM(u.reasoning_tokens) "
         f"FROM {table} u {joins} WHERE {where} "
         f"GROUP BY {group}u.model, {day}, {long}"
     )

@@ -12,6 +12,7 @@ Prints one line per file and a summary; exits 1 when any fork is not resumed as 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -19,6 +20,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT = Path("/work/shared/corpus/public/codex/sessions")
+PROVIDER = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def provider_options(path: Path, url: str) -> list[str]:
@@ -31,7 +33,12 @@ def provider_options(path: Path, url: str) -> list[str]:
     except (orjson.JSONDecodeError, AttributeError):
         return []
     provider = payload.get("model_provider") if isinstance(payload, dict) else None
-    if not isinstance(provider, str) or provider in ("", "openai") or not provider.isidentifier():
+    # A provider id is a bare word of a `-c` key path: "amd-openai" (1.17.7) has a hyphen.
+    if (
+        not isinstance(provider, str)
+        or provider in ("", "openai")
+        or not PROVIDER.fullmatch(provider)
+    ):
         return []
     key = f"model_providers.{provider}"
     return [
@@ -44,6 +51,10 @@ def provider_options(path: Path, url: str) -> list[str]:
 
 def main(root: Path) -> int:
     """Check every rollout under `root`; 0 when all forks resumed with their prompts."""
+    if (root / "sessions").is_dir():
+        # The corpus folder itself: its rollouts keep their `sessions/YYYY/MM/DD` layout
+        # only when copied from there (else none is imported and none is checked).
+        root = root / "sessions"
     scratch = Path(tempfile.mkdtemp(prefix="codex-wild-"))
     os.environ["BRANCHBOARD_DATA_DIR"] = str(scratch / "data")
     os.environ.pop("DATABASE_URL", None)
@@ -61,10 +72,10 @@ def main(root: Path) -> int:
     from tests.compat.clis import codex_home, ensure_codex, run_codex
     from tests.compat.fake_model import FakeModel
     from tests.compat.test_codex_wild_compat import (
+        context_texts,
         same_prompts,
         sent_prompts,
         turns_of,
-        user_texts,
     )
 
     call_command("migrate", verbosity=0)
@@ -87,7 +98,7 @@ def main(root: Path) -> int:
             print(f"{name}: no turn to fork")
             continue
         prompts = list(source.records.turn_starts().order_by("line").values_list("text", flat=True))
-        context = user_texts(copy) - set(prompts)
+        context = context_texts(copy, prompts)
         results = []
         for turn in turns_of(source):
             try:

@@ -64,6 +64,21 @@ def user_texts(path: Path) -> set[str]:
     return out
 
 
+def context_texts(path: Path, prompts: list[str]) -> set[str]:
+    """The user texts of a rollout that are no prompt (context Codex or the file injected).
+
+    A prompt is kept clipped to its first `TEXT_LIMIT` characters: its full text in the file
+    is that prompt, not context (else a long prompt the real codex sends is dropped from what
+    it sent, and the fork looks one prompt short)."""
+    kept = set(prompts)
+    clipped = [prompt_key(p) for p in prompts if len(p) >= TEXT_LIMIT]
+    return {
+        t
+        for t in user_texts(path)
+        if t not in kept and not any(prompt_key(t).startswith(c) for c in clipped)
+    }
+
+
 def turns_of(session: Session) -> list[int]:
     """The first, a middle and the last turn."""
     return sorted({1, (session.turn_count + 1) // 2, session.turn_count})
@@ -84,7 +99,7 @@ def test_codex_resumes_forks_of_wild_shapes_with_exactly_the_kept_prompts(
     sessions_import(roots=[sessions])
     source = Session.objects.get(session_id=session_id)
     prompts = list(source.records.turn_starts().order_by("line").values_list("text", flat=True))
-    context = user_texts(copy) - set(prompts)  # what the file holds as context, by our reading
+    context = context_texts(copy, prompts)  # what the file holds as context, by our reading
     assert len(prompts) == source.turn_count >= 2
 
     for turn in turns_of(source):
