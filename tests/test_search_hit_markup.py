@@ -1,0 +1,46 @@
+"""A search hit's line, built in Python for speed, is the markup the template loop gave."""
+
+from __future__ import annotations
+
+import itertools
+
+from django.template import Context, Template
+
+from sessions_app.selectors.search import Hit
+from sessions_app.templatetags.search_hits import hit_item
+
+# The search page's hit line as a template (before issue 43 moved it into `hit_item`).
+TEMPLATE_LINE = Template(
+    '<li class="hit">{% if hit.url %}<a href="{{ hit.url }}" class="hit-link">{% else %}'
+    '<span class="hit-link">{% endif %}<span class="badge">{{ hit.part_label }}</span>'
+    '{% if in_subagent or hit.sidechain %} <span class="meta">subagent</span>'
+    '{% elif hit.turn %} <span class="meta">turn {{ hit.turn }}</span>'
+    '{% elif not hit.active %} <span class="meta">abandoned branch</span>{% endif %}\n'
+    '        <span class="snippet">{% for piece, marked in hit.pieces %}{% if marked %}'
+    "<mark>{{ piece }}</mark>{% else %}{{ piece }}{% endif %}{% endfor %}</span>"
+    "{% if hit.url %}</a>{% else %}</span>{% endif %}{% if hit.also_in %} "
+    '<span class="meta also-in">also in {{ hit.also_in }} branch'
+    '{{ hit.also_in|pluralize:"es" }}</span>{% endif %}</li>'
+)
+
+SNIPPET = "…<script>alert('x')</script> & \"quoted\" parse_line( here…"
+
+
+def test_hit_item_gives_the_template_markup_for_every_kind_of_hit() -> None:
+    """Links with `&` and quotes, no link, turns, subagents, abandoned branches, copies
+    elsewhere, marks at either end and none: each line is the template's, byte for byte."""
+    marks_choices = [[], [(1, 9)], [(0, 2), (40, 51)], [(len(SNIPPET) - 3, len(SNIPPET))]]
+    urls = ["", "/s/abc/?after=3&hl=a%22b#turn-4", "/s/x/?leaf=l'1&all=1"]
+    seen = 0
+    for url, turn, active, sidechain, in_subagent, also_in, marks, part in itertools.product(
+        urls, [None, 0, 7], [True, False], [False, True], [False, True], [0, 1, 2],
+        marks_choices, ["tool", "prompt", "<odd>"],
+    ):  # fmt: skip
+        hit = Hit(1, 10, turn, active, "tool_result", part=part, snippet=SNIPPET,
+                  marks=marks, sidechain=sidechain, also_in=also_in, url=url)  # fmt: skip
+        expected = TEMPLATE_LINE.render(Context({"hit": hit, "in_subagent": in_subagent}))
+        assert str(hit_item(hit, in_subagent)) == expected
+        seen += 1
+    assert seen == 3 * 3 * 2 * 2 * 2 * 3 * 4 * 3
+    shown = str(hit_item(Hit(1, 1, 2, True, "x", snippet=SNIPPET, marks=[(1, 9)]), False))
+    assert "<script>" not in shown and "<mark>&lt;script&gt;</mark>" in shown
