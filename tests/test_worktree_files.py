@@ -22,6 +22,7 @@ from sessions_app.formats import agent_for
 from sessions_app.formats.file_history import Checkpoints
 from sessions_app.models import Session
 from sessions_app.services.branching.inputs import fork_input
+from sessions_app.services.git import read_marker
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.worktrees import WorktreeRefused, fork_where_asked, worktree_fork
 
@@ -326,7 +327,9 @@ def test_git_folders_anywhere_and_the_marker_are_never_restored(tmp_path: Path, 
     path = made.plan.path
     assert made.restored is not None and made.restored.restored == ["sub/ok.txt"]
     assert not (path / "sub" / ".git").exists()
-    assert orjson.loads((path / ".branchboard-worktree.json").read_bytes())["tool"] == "branchboard"
+    # A marker in the checkout would pass for an earlier version's mark: never restored.
+    assert not (path / ".branchboard-worktree.json").exists()
+    assert read_marker(path)["tool"] == "branchboard"
     assert sorted(made.restored.skipped) == [
         ".branchboard-worktree.json: git's or branchboard's own file; never restored",
         "sub/.git/hooks/post-checkout: git's or branchboard's own file; never restored",

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from sessions_app.formats import agent_for
+from sessions_app.formats.worktrees import ADMIN_MARKER
 from sessions_app.models import Session
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.worktrees import (
@@ -230,7 +231,9 @@ def test_the_gitignore_is_created_appended_to_or_left_alone(repo: Path, root: Pa
 def test_the_marker_names_the_fork_and_stays_out_of_git_status(repo: Path, root: Path) -> None:
     session = claude_session(root, repo)
     made = worktree_fork(session=session, slug="marked")
-    marker = orjson.loads((made.plan.path / MARKER).read_bytes())
+    admin = run("rev-parse", "--path-format=absolute", "--git-dir", cwd=made.plan.path)
+    marker = orjson.loads((Path(admin) / ADMIN_MARKER).read_bytes())
+    assert not (made.plan.path / MARKER).exists()  # a checkout's file a commit could forge
     assert marker["session_id"] == str(made.session.session_id)
     assert marker["source_session_id"] == str(session.session_id)
     assert marker["tool"] == "branchboard" and marker["agent"] == "claude"

@@ -19,7 +19,11 @@ AGENT_SLUG_RE = re.compile(r"agent-[0-9a-f]{7}")
 RESERVED_PREFIX = "agent-"
 # An agent's own worktree this old (in days), with nothing in it, is stale.
 STALE_DAYS = 30
-# The file in a worktree that says who made it (kept out of `git add -A`).
+# The file that says the dashboard made a worktree, in git's admin folder of that
+# worktree (`<repository>/.git/worktrees/<name>/`), where no commit can put one.
+ADMIN_MARKER = "branchboard-worktree.json"
+# Where earlier versions put it: in the checkout, which a commit can fill. Still read
+# (only untracked) for the worktrees they made; never written.
 MARKER = ".branchboard-worktree.json"
 
 

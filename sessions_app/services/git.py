@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from ..formats.worktrees import MARKER
+from ..formats.worktrees import ADMIN_MARKER, MARKER
 
 GIT_TIMEOUT = 60.0
 # Conflicted entries in `git status --porcelain` (both sides touched the path).
@@ -242,10 +242,52 @@ def last_commit_time(folder: Path, ref: str) -> int | None:
     return int(out) if done.returncode == 0 and out.isdigit() else None
 
 
+def admin_folder(worktree: Path) -> Path | None:
+    """git's own folder for the linked worktree at `worktree` (`<common>/worktrees/<name>`),
+    or None when `worktree` is no linked worktree (the main one, not a repository)."""
+    done = git(
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-dir",
+        "--git-common-dir",
+        cwd=worktree,
+        ok=(0, 128),
+    )
+    lines = done.stdout.splitlines()
+    if done.returncode != 0 or len(lines) != 2:
+        return None
+    folder, common = (Path(os.path.realpath(line)) for line in lines)
+    # Only git's worktrees folder: never anything the checkout itself holds.
+    return folder if folder.parent == common / "worktrees" else None
+
+
 def read_marker(worktree: Path) -> dict:
-    """The dashboard's marker in the worktree at `worktree` ({} when none, or unreadable)."""
+    """The dashboard's ownership mark of the worktree at `worktree` ({} when none).
+
+    Read from git's admin folder of the worktree, which no commit reaches. A worktree an
+    earlier version made has it only in the checkout: that one counts while git does not
+    track it (a committed one is anyone's) and the worktree has its admin folder.
+    """
     try:
-        fd = os.open(worktree / MARKER, os.O_RDONLY | os.O_NOFOLLOW)
+        admin = admin_folder(worktree)
+    except GitError:
+        return {}
+    if admin is None:
+        return {}
+    mark = _read_json(admin / ADMIN_MARKER)
+    if mark or os.path.lexists(admin / ADMIN_MARKER):
+        return mark
+    try:
+        tracked = git("ls-files", "-z", "--", MARKER, cwd=worktree).stdout
+    except GitError:
+        return {}
+    return {} if tracked else _read_json(worktree / MARKER)
+
+
+def _read_json(path: Path) -> dict:
+    """The JSON object in the file at `path` ({} when none, unreadable, or a link)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as f:
             data = orjson.loads(f.read(1 << 16))
     except (OSError, orjson.JSONDecodeError):

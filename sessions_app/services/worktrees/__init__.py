@@ -2,8 +2,8 @@
 
 The only code that runs git commands that write (`git worktree add`, `worktree
 remove`, `branch -d`) and the only writer of files inside a repository (the
-agent folder's `.gitignore`, the worktree's marker and `info/exclude` line).
-Nothing outside the new worktree and those two files is ever written.
+agent folder's `.gitignore`, the worktree's ownership mark in git's admin folder of
+that worktree). Nothing outside the new worktree and those two files is ever written.
 
 Modules, one rule each: `errors`, `creating` (plan, then make), `restoring` (the
 files as they were at the fork's turn, from Claude Code's backups), `removing`

@@ -3,8 +3,9 @@
 The worktree goes to `<top level>/<agent's worktree folder>/<slug>` on a new
 branch `worktree-<slug>` made from the branch the source session's working tree
 is on now (`git worktree add -b`, never `-B`). The first one in a repository adds
-`worktrees/` to the agent folder's `.gitignore`; each gets an ownership marker
-that `git add -A` never picks up.
+`worktrees/` to the agent folder's `.gitignore`; each gets an ownership mark in
+git's admin folder of the worktree, where no commit can put one and `git add -A`
+never looks.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from pathlib import Path
 import orjson
 
 from ...formats import agent_for
-from ...formats.worktrees import MARKER, InvalidSlug, check_slug, inside_agent_worktree, new_slug
+from ...formats.worktrees import (
+    ADMIN_MARKER,
+    InvalidSlug,
+    check_slug,
+    inside_agent_worktree,
+    new_slug,
+)
 from ...models import Session
 from .. import git
 from ..files import append_durably, create_exclusive
@@ -42,7 +49,6 @@ class WorktreePlan:
     base: str  # the branch (or, detached, the commit) the worktree starts from
     detached: bool
     changes: Changes  # uncommitted in the source's working tree: not carried over
-    exclude: Path  # the repository's `info/exclude`, where the marker's line goes
 
     @property
     def cwd(self) -> Path:
@@ -87,7 +93,6 @@ def plan_worktree(session: Session, slug: str | None) -> WorktreePlan:
     branch = f"worktree-{slug}"
     # Every check before the first write: a link met half way must leave nothing behind.
     _refuse_links(top, agent.worktree_folder)
-    exclude = _exclude_file(top)
     if os.path.lexists(path):
         raise WorktreeExists(f"{path} exists already; choose another worktree name")
     if git.branch_exists(top, branch):
@@ -103,7 +108,6 @@ def plan_worktree(session: Session, slug: str | None) -> WorktreePlan:
         branch=branch,
         base=base or git.head_commit(cwd),
         detached=detached,
-        exclude=exclude,
         # The agent folder's .gitignore a first worktree adds is the dashboard's doing.
         changes=git.changes(
             cwd, own=frozenset({f"{Path(agent.worktree_folder).parent}/.gitignore"})
@@ -156,22 +160,8 @@ def _refuse_link(path: Path, want: Callable[[int], bool]) -> None:
         raise WorktreeRefused(f"{path} is not a {kind}; nothing was written")
 
 
-def _exclude_file(top: Path) -> Path:
-    """The repository's `info/exclude` (shared by its worktrees), checked to be no link."""
-    try:
-        found = git.git(
-            "rev-parse", "--path-format=absolute", "--git-path", "info/exclude", cwd=top
-        ).stdout.strip()
-    except GitError as exc:
-        raise WorktreeError(f"{exc}; nothing was written") from None
-    exclude = Path(found)
-    _refuse_link(exclude.parent, stat.S_ISDIR)
-    _refuse_link(exclude, stat.S_ISREG)
-    return exclude
-
-
 def write_marker(plan: WorktreePlan, *, session: Session, source: Session) -> None:
-    """Say in the worktree who made it, for which session; never part of `git add -A`."""
+    """Say in git's admin folder of the worktree who made it, for which session."""
     data = {
         "tool": "branchboard",
         "agent": session.agent,
@@ -181,12 +171,10 @@ def write_marker(plan: WorktreePlan, *, session: Session, source: Session) -> No
         "base": plan.base,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    exclude = plan.exclude
-    _refuse_link(exclude.parent, stat.S_ISDIR)
-    _refuse_link(exclude, stat.S_ISREG)
-    exclude.parent.mkdir(exist_ok=True)
-    _add_line(exclude, "/" + MARKER)
-    _create(plan.path / MARKER, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    admin = git.admin_folder(plan.path)
+    if admin is None:
+        raise GitError(f"{plan.path} is not a linked worktree of {plan.top}")
+    _create(admin / ADMIN_MARKER, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
 
 
 def _ignore_worktrees(folder: Path) -> None:

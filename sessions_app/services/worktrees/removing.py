@@ -1,9 +1,10 @@
 """Removing an agent worktree: only under the agent folders, never losing a commit.
 
 Only a worktree of the repository asked about (the project's, on the page) is
-removed, and one the dashboard did not make (no ownership marker: the CLI's own
-`agent-` worktrees, one made by hand) only when the user confirms it is someone
-else's. Refused while it has uncommitted, untracked, conflicted or ignored files
+removed, and one the dashboard did not make (no ownership mark in git's admin
+folder of the worktree: the CLI's own `agent-` worktrees, one made by hand, one whose
+checkout holds a committed `.branchboard-worktree.json`) only when the user confirms
+it is someone else's. Refused while it has uncommitted, untracked, conflicted or ignored files
 (`git worktree remove` deletes ignored ones too: a `.env` is a secret, not litter)
 unless discarding them is confirmed; a marker naming a session that is being
 written right now needs confirming too. The branch is deleted with `git branch -d`
@@ -108,8 +109,9 @@ def worktree_remove(
     missing = []
     if not foreign and read_marker(path).get("tool") != "branchboard":
         missing.append(
-            f"{path} was not made by branchboard (it has no ownership marker): it may be "
-            "a CLI's own or one made by hand; confirm that it is someone else's to remove it"
+            f"{path} was not made by branchboard (git keeps no ownership mark of ours for it): "
+            "it may be a CLI's own or one made by hand; confirm that it is someone else's "
+            "to remove it"
         )
     if found.dirty and not discard:
         missing.append(
