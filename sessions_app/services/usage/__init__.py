@@ -226,7 +226,7 @@ def usage_store(session: Session, found: dict[str, tuple[int, Stamp, MessageUsag
             inserts.append((session.pk, line, key, u.model, at, *counts, key in elsewhere))
     names = (
         'session_id, line, "key", model, at, input_tokens, output_tokens, '
-        'cache_write_tokens, cache_read_tokens, cache_write_1h_tokens, "copy"'
+        'cache_write_tokens, cache_read_tokens, cache_write_1h_tokens, reasoning_tokens, "copy"'
     )
     with connection.cursor() as cursor:
         if inserts and connection.vendor == "postgresql":
