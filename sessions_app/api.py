@@ -28,6 +28,7 @@ from .permissions import WORKTREE_PERMISSION
 from .refusals import BodyTooLarge, LengthRequired, WorktreeForbidden, status_of
 from .search_pages import BadSearch, link_hits, search_query
 from .selectors.search import search
+from .services.archive_health import archive_damage
 from .services.audit import API, actor_of_request, audit_record
 from .services.branching import (
     BranchError,
@@ -151,6 +152,13 @@ def session_json(session: Session, *, turns: bool = False) -> dict:
         for c in session.children.order_by("id")
     ]
     data["rewind_undo_available"] = bool(session.rewind_undo)
+    # A removed session served from a damaged archive: its text is the index's alone.
+    damage = archive_damage(session)
+    data["archive_damage"] = damage and {
+        "from_byte": damage.start,
+        "missing": damage.missing,
+        "message": damage.message,
+    }
     if turns:
         data["turn_list"] = selectors.turn_list(session)
         data["abandoned"] = [

@@ -103,6 +103,7 @@ OPENAPI: dict = {
                     "resume_command",
                     "children",
                     "rewind_undo_available",
+                    "archive_damage",
                 ],
                 "properties": {
                     "session_id": {"type": "string", "format": "uuid"},
@@ -129,6 +130,21 @@ OPENAPI: dict = {
                     "resume_command": {"type": "string"},
                     "children": {"type": "array", "items": {"type": "object"}},
                     "rewind_undo_available": {"type": "boolean"},
+                    "archive_damage": {
+                        "type": ["object", "null"],
+                        "description": "null unless the file is gone and the archive's copy "
+                        "is damaged: then the text shown comes from the index and may be "
+                        "incomplete, and the session cannot be restored",
+                        "required": ["from_byte", "missing", "message"],
+                        "properties": {
+                            "from_byte": {"type": "integer", "minimum": 0},
+                            "missing": {
+                                "type": "boolean",
+                                "description": "the piece there is missing, not corrupted",
+                            },
+                            "message": {"type": "string"},
+                        },
+                    },
                     "turn_list": {"type": "array", "items": {"$ref": "#/components/schemas/Turn"}},
                     "abandoned": {
                         "type": "array",

@@ -23,6 +23,7 @@ from . import selectors
 from .export_items import diff_text, image_note, todo_text, with_subagents
 from .models import Session
 from .rendering import MARKDOWN_LIMIT, chips_text, split_reminders
+from .services.archive_health import archive_damage
 from .transcript import ToolCall, Turn, build_turns
 
 CHUNK_TURNS = 50
@@ -148,6 +149,8 @@ def markdown_chunks(session: Session) -> Iterator[str]:
     if session.cwd:
         yield f"- cwd: {_code(session.cwd)}\n"
     yield f"- turns: {session.turn_count}\n\n"
+    if damage := archive_damage(session):
+        yield f"> **Warning:** {damage.message}\n\n"
     for turns in _turn_pages(session):
         for turn in turns:
             if turn.number is not None:
@@ -223,6 +226,8 @@ def html_chunks(session: Session) -> Iterator[str]:
         f"<title>{escape(session.title)}</title><style>{css}</style></head><body><main>"
         f"<h1>{escape(session.title)}</h1>"
     )
+    if damage := archive_damage(session):
+        yield f"<p class='action-error archive-damage' role='alert'>{escape(damage.message)}</p>"
     for turns in _turn_pages(session):
         yield render_to_string(
             "sessions_app/transcript.html#turn-list",

@@ -17,6 +17,7 @@ from .permissions import can_manage_worktrees, can_run, can_write
 from .resume import in_legacy_folder, resume_command
 from .selectors.session_usage import session_usage
 from .selectors.worktrees import file_backups_kept, worktree_possible
+from .services.archive_health import archive_damage
 from .services.branching import branching_refusal
 from .services.runs import run_refresh
 from .transcript import PAGE_LIMITS, Page, build_page
@@ -93,6 +94,8 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         context["undo_available"] = selectors.undo_available(session)
         context["rewind_undone"] = selectors.rewind_undone(session)
         context["edit_prompt"] = selectors.edit_prompt(session)
+        # The file is gone and the archive's copy is damaged: the text is the index's alone.
+        context["archive_damage"] = archive_damage(session)
     return render(request, template, context)
 
 

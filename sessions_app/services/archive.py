@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import DatabaseError, connection
 from django.db.models import F, Max, Sum
 
@@ -45,6 +46,9 @@ PIECE_BYTES = 1 << 18
 # 0.20 s of CPU against 0.33 s at zstd's default 3, for 22.0 MB instead of 21.5 MB; higher
 # levels cost the import more than they save. Any level reads back the same.
 LEVEL = 1
+# How long a verdict on a session's pieces is kept (seconds; `archive_health`): bytes
+# rewritten in the database at the same size are noticed by the next read, or after this.
+VERDICT_SECONDS = 3600
 
 
 class ArchiveError(OSError):
@@ -238,11 +242,18 @@ def piece_bytes(pk: int, label: str = "") -> bytes:
     except zstd.ZstdError:
         raw = b""
     if len(raw) != piece.length or digest(raw) != piece.digest:
+        # The pages say the archive is damaged from here without checking every piece.
+        cache.set(corrupt_key(piece.session_id), (piece.pk, piece.start), VERDICT_SECONDS)
         raise ArchiveCorrupt(
             f"session {label or piece.session_id}: archived piece at byte {piece.start} "
             "is corrupted (its digest does not match); not served"
         )
     return raw
+
+
+def corrupt_key(session_pk: int) -> str:
+    """The cache key of the piece a read last found corrupted in a session."""
+    return f"archive-corrupt:{session_pk}"
 
 
 def archive_covers(session: Session) -> bool:
