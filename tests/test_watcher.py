@@ -299,3 +299,39 @@ def test_a_tick_asks_the_archive_about_the_named_files_only(
         if "archivedfile" in q["sql"].lower() and "file_backups" in q["sql"]
     ]
     assert all("IN (" in sql.upper() for sql in backups), backups
+
+
+def test_invalid_lines_are_counted_and_said_but_fail_no_pass(
+    tmp_path: Path, transactional_db: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A fresh data folder whose one session has three bad lines: odd bytes, JSON that is
+    # no object, and a half-written last line (the CLI was still writing it).
+    root = tmp_path / "root"
+    path, _ = make_session(root, 2)
+    with path.open("ab") as f:
+        f.write(b"\xff\xfe odd bytes \x00\n")
+        f.write(b"[1, 2, 3]\n")
+        f.write(b'{"type": "user", "message": {"role": "us')
+    watcher = Watcher(root)
+
+    with caplog.at_level(logging.INFO, logger="branchboard.importer"):
+        watcher.tick()  # the watch starts: every file is looked at
+
+    session = Session.objects.get(path=str(path))
+    assert session.line_count >= 4
+    assert watcher.retry.at is None and watcher.retry.delay == 0.0
+    assert "import pass failed" not in caplog.text
+    # Each bad line is said, with its file and line, and counted in the summary.
+    assert f"{path}:6: a JSON list, not an object" in caplog.text
+    assert f"{path}:5:" in caplog.text
+    assert "3 invalid lines, 0 bad fields dropped, 0 errors" in caplog.text
+
+    # A bad line appended later, named by an event, fails no tick either.
+    caplog.clear()
+    _append_turn(path, "after the bad lines")
+    with path.open("ab") as f:
+        f.write(b"not json at all\n")
+    with caplog.at_level(logging.INFO, logger="branchboard.importer"):
+        watcher.tick(path, at=watcher.clock.now + 5)
+    assert watcher.retry.at is None
+    assert "import pass failed" not in caplog.text

@@ -143,7 +143,7 @@ def import_pass(roots: list[Path], reported: set[str] | None = None) -> bool:
         if done.sessions:
             logger.info(done.summary())
     tracker.end()
-    return not report.errors
+    return not report.failed
 
 
 def _import_paths(roots: list[Path], paths: list[Path], reported: set[str]) -> bool:
@@ -166,7 +166,7 @@ def _import_paths(roots: list[Path], paths: list[Path], reported: set[str]) -> b
     if report.sessions or report.subagents or report.errors or report.left_out:
         logger.info("%s: %s", _named(paths), report.summary())
     if not report.session_pks:
-        return not report.errors
+        return not report.failed
     for _, refresh in CATCH_UP:
         try:
             done = refresh(session_ids=report.session_pks)
@@ -175,7 +175,7 @@ def _import_paths(roots: list[Path], paths: list[Path], reported: set[str]) -> b
             connections.close_all()
             return False
         _log_new(done.errors, reported, refresh.__name__, forget=False)
-    return not report.errors
+    return not report.failed
 
 
 def _named(paths: list[Path]) -> str:

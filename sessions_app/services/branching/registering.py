@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.db import transaction
 from django.db.models import Max, Min
 from django.utils import timezone
 
@@ -21,6 +22,7 @@ from ...models import Session
 from ..discovery import SessionFile
 from ..files import NewFile
 from ..importing import ImportReport, projects_refresh, session_file_index
+from ..searching import words_kick
 from .errors import BranchError, WriteCheckFailed
 from .guards import own_write
 
@@ -83,6 +85,7 @@ def index_written(*, source: SessionFile, temp: Path, expected: Expected) -> Ses
             f"{made_from}: the written file did not read back as intended "
             f"({'; '.join(problems)}); nothing was written"
         )
+    _searchable_once_committed()
     return new
 
 
@@ -105,7 +108,15 @@ def reindex(session: Session, *, full: bool = False) -> Session:
     if indexed is None:
         raise BranchError("; ".join(report.errors) or f"could not re-import {session.path}")
     projects_refresh(project_ids=[session.project_id])
+    _searchable_once_committed()
     return indexed.session
+
+
+def _searchable_once_committed() -> None:
+    """Kick the search filler when the caller's transaction commits, as the importer does."""
+    # Without it the texts this write stored wait for the importer's next kick (up to its
+    # rescan, 10 minutes) while the search page says they are not searchable yet.
+    transaction.on_commit(words_kick)
 
 
 def fork_put_in_place(

@@ -256,4 +256,5 @@ class FileReader:
         """Report one problem with its file and line; only the first few of a file."""
         if self.errors_reported < MAX_ERRORS_PER_FILE:
             self.report.errors.append(f"{self.source.path}:{line_no + 1}: {problem}")
+            self.report.line_problems += 1
             self.errors_reported += 1

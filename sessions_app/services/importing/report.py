@@ -27,6 +27,9 @@ class ImportReport:
     archive_ends: dict[int, int] = field(default_factory=dict, repr=False)
     archive_ends_known: bool = field(default=False, repr=False)
     errors: list[str] = field(default_factory=list)
+    # Of `errors`: a line of a file (not JSON, a field dropped), counted and said; the file
+    # is imported all the same, so no pass failed for it and trying again changes nothing.
+    line_problems: int = 0
     # Files left out on purpose (a name that is no session id, another file's session id):
     # said once, until they change (`skips`); not errors, trying again changes nothing.
     left_out: list[str] = field(default_factory=list)
@@ -41,6 +44,11 @@ class ImportReport:
         default_factory=list, repr=False
     )
 
+    @property
+    def failed(self) -> bool:
+        """Whether something failed that another pass may do better (a bad line is no failure)."""
+        return len(self.errors) > self.line_problems
+
     def summary(self) -> str:
         """The one-line summary printed at the end of an import."""
         files = _n(self.files, "file")
@@ -53,7 +61,8 @@ class ImportReport:
         return (
             f"{files}, {imported} imported, {_n(self.records, 'record')}, "
             f"{self.skipped} unchanged, {left_out}{_n(self.invalid, 'invalid line')}, "
-            f"{_n(self.dropped, 'bad field')} dropped, {_n(len(self.errors), 'error')}"
+            f"{_n(self.dropped, 'bad field')} dropped, "
+            f"{_n(len(self.errors) - self.line_problems, 'error')}"
         )
 
 
