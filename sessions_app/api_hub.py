@@ -8,11 +8,8 @@ and refusal is written to the audit log with the namespace and the path.
 from __future__ import annotations
 
 import ipaddress
-import socket
 import sys
-import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
 from functools import wraps
 
 import orjson
@@ -22,6 +19,10 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.csrf import csrf_exempt
 
 from .api_auth import ApiRequest, allow, authenticate, error
+from .api_hub_bodies import SlowBody as SlowBody
+from .api_hub_bodies import _body as _body
+from .api_hub_bodies import _read_side_shut as _read_side_shut
+from .api_hub_bodies import body_deadline as body_deadline
 from .models import HubNamespace, Session
 from .services.audit import API, actor_of_request, audit_record, client_address
 from .services.hub import batch_receiving, offering, receiving
@@ -84,49 +85,6 @@ def hub_endpoint(
 
 class HttpsOnly(PushRefused):
     status = 403
-
-
-class SlowBody(PushRefused):
-    status = 408
-
-
-@contextmanager
-def body_deadline(request: HttpRequest) -> Iterator[None]:
-    """A request body gets BRANCHBOARD_HUB_BODY_SECONDS to arrive: then the socket's read
-    side is shut, the read ends short and the request is refused (408), so a client
-    trickling its bytes cannot hold a worker's thread. Under gunicorn, which hands the
-    socket over; behind the shipped nginx the body comes whole from it anyway."""
-    sock = request.META.get("gunicorn.socket")
-    if not isinstance(sock, socket.socket) or not request.META.get("CONTENT_LENGTH"):
-        yield
-        return
-    seconds = int(settings.HUB_BODY_SECONDS)
-    timer = threading.Timer(seconds, _read_side_shut, args=(sock,))
-    timer.daemon = True
-    timer.start()
-    try:
-        yield
-    finally:
-        timer.cancel()
-
-
-def _read_side_shut(sock: socket.socket) -> None:
-    with suppress(OSError):  # closed already: the request is over
-        sock.shutdown(socket.SHUT_RD)
-
-
-def _body(request: HttpRequest, size: int) -> bytes:
-    """The request's body, `size` bytes; 408 when it did not arrive in time."""
-    try:
-        data = request.read(size)
-    except OSError:
-        data = b""
-    if len(data) < size:
-        raise SlowBody(
-            f"the body did not arrive whole within {settings.HUB_BODY_SECONDS} s "
-            f"({len(data)} of {size} bytes); push again"
-        )
-    return data
 
 
 def _body_check(request: HttpRequest, endpoint: str) -> None:

@@ -279,28 +279,14 @@ class Record(models.Model):
 
 
 # Models that live in modules of their own; importing them here registers them.
-from .models_access import ApiToken, AuditEntry  # noqa: E402
-from .models_archive import ArchivePiece  # noqa: E402
-from .models_hub import HubFile, HubNamespace  # noqa: E402
-from .models_import import ImportStatus  # noqa: E402
-from .models_runs import Run  # noqa: E402
-from .models_search import SearchChunk, SearchText  # noqa: E402
-from .models_skips import SkippedFile  # noqa: E402
-from .models_usage import Usage  # noqa: E402
-
-__all__ = [
-    "ApiToken",
-    "ArchivePiece",
-    "AuditEntry",
-    "HubFile",
-    "HubNamespace",
-    "ImportStatus",
-    "Project",
-    "Record",
-    "Run",
-    "SearchChunk",
-    "SearchText",
-    "Session",
-    "SkippedFile",
-    "Usage",
-]
+from .models_access import ApiToken as ApiToken  # noqa: E402
+from .models_access import AuditEntry as AuditEntry  # noqa: E402
+from .models_archive import ArchivePiece as ArchivePiece  # noqa: E402
+from .models_hub import HubFile as HubFile  # noqa: E402
+from .models_hub import HubNamespace as HubNamespace  # noqa: E402
+from .models_import import ImportStatus as ImportStatus  # noqa: E402
+from .models_runs import Run as Run  # noqa: E402
+from .models_search import SearchChunk as SearchChunk  # noqa: E402
+from .models_search import SearchText as SearchText  # noqa: E402
+from .models_skips import SkippedFile as SkippedFile  # noqa: E402
+from .models_usage import Usage as Usage  # noqa: E402

@@ -12,18 +12,19 @@ import os
 import re
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
 from ..formats.worktrees import ADMIN_MARKER, MARKER
+from .git_answers import IGNORED_SHOWN as IGNORED_SHOWN
+from .git_answers import BranchDiff as BranchDiff
+from .git_answers import Changes as Changes
+from .git_answers import WorktreeEntry as WorktreeEntry
 
 GIT_TIMEOUT = 60.0
 # Conflicted entries in `git status --porcelain` (both sides touched the path).
 CONFLICT_CODES = frozenset({"DD", "AU", "UD", "UA", "DU", "AA", "UU"})
-# Ignored files a message names; the rest are counted.
-IGNORED_SHOWN = 20
 
 
 class GitError(Exception):
@@ -100,40 +101,6 @@ def branch_exists(folder: Path, branch: str) -> bool:
     return done.returncode == 0
 
 
-@dataclass(frozen=True)
-class Changes:
-    """Uncommitted changes of a working tree, counted apart; ignored files named."""
-
-    tracked: int = 0
-    untracked: int = 0
-    conflicted: int = 0
-    # Files and folders git ignores (`.env`, `build/`): counted only when asked for,
-    # because `git worktree remove` deletes them as surely as untracked ones.
-    ignored: tuple[str, ...] = ()
-
-    @property
-    def dirty(self) -> bool:
-        return bool(self.tracked or self.untracked or self.conflicted or self.ignored)
-
-    def describe(self, limit: int = IGNORED_SHOWN) -> str:
-        """In words, e.g. `1 changed, 2 ignored: .env, build/` (at most `limit` names)."""
-        parts = [
-            f"{n} {label}"
-            for n, label in (
-                (self.tracked, "changed"),
-                (self.untracked, "untracked"),
-                (self.conflicted, "conflicted"),
-                (len(self.ignored), "ignored"),
-            )
-            if n
-        ]
-        if self.ignored:
-            more = len(self.ignored) - limit
-            parts[-1] += ": " + ", ".join(self.ignored[:limit])
-            parts[-1] += f" and {more} more" if more > 0 else ""
-        return ", ".join(parts) or "clean"
-
-
 def changes(folder: Path, *, own: frozenset[str] = frozenset(), ignored: bool = False) -> Changes:
     """The working tree's uncommitted changes, and with `ignored` the files git ignores
     (an ignored folder as one entry); the files `own` names, relative to the top level,
@@ -179,17 +146,6 @@ def unique_commits(folder: Path, branch: str) -> int:
     return int(out.strip() or 0)
 
 
-@dataclass(frozen=True)
-class BranchDiff:
-    """What `git diff left right` says between two branches' commits, cut at a size."""
-
-    left: str
-    right: str
-    stat: str
-    patch: str
-    cut: bool  # the patch was longer than shown
-
-
 def branch_diff(folder: Path, left: str, right: str, *, limit: int = 200_000) -> BranchDiff:
     """The diff from branch `left` to branch `right` (committed work only), renames found."""
     refs = (f"refs/heads/{left}", f"refs/heads/{right}")
@@ -197,17 +153,6 @@ def branch_diff(folder: Path, left: str, right: str, *, limit: int = 200_000) ->
     stat = git("diff", *options, "--stat=120", *refs, "--", cwd=folder).stdout
     patch = git("diff", *options, *refs, "--", cwd=folder).stdout
     return BranchDiff(left, right, stat[:limit], patch[:limit], len(patch) > limit)
-
-
-@dataclass(frozen=True)
-class WorktreeEntry:
-    """One working tree `git worktree list` reports."""
-
-    path: Path
-    head: str
-    branch: str | None  # None: detached
-    main: bool
-    prunable: bool
 
 
 def worktrees(folder: Path) -> list[WorktreeEntry]:

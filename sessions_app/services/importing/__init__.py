@@ -22,18 +22,18 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F, Max, OuterRef, Q, Subquery
+from django.db.models import Count, F, Max, OuterRef, Subquery
 from django.db.models.functions import Coalesce
-from django.utils import timezone
 
 from ...models import Project, Session
 from ..discovery import RootError, SessionFile, discover
-from ..discovery_path import discover_path
 from ..import_status import ImportTracker
-from ..roots import UnsafePath, open_regular, resolve_root
+from ..roots import UnsafePath, open_regular
 from ..searching import words_kick
 from .archiving import KeptFiles
 from .indexing import Indexed, import_open_file
+from .naming import _discover_named as _discover_named
+from .naming import _named_gone_mark as _named_gone_mark
 from .report import ImportReport
 from .session_row import cli_branches_link, head_digest
 from .skips import LeftOut
@@ -147,43 +147,6 @@ def sessions_import(
     projects_refresh(project_ids=touched)
     left_out.forget_gone()
     return report
-
-
-def _discover_named(
-    root: Path, named: list[Path]
-) -> tuple[list[SessionFile], list[str], list[Path]]:
-    """What `discover` finds at the `named` paths under `root`, each file once."""
-    files: dict[Path, SessionFile] = {}
-    problems: list[str] = []
-    misnamed: set[Path] = set()
-    for path in named:
-        found, said, left = discover_path(root, path)
-        files.update((f.path, f) for f in found)
-        problems.extend(p for p in said if p not in problems)
-        misnamed.update(left)
-    return list(files.values()), problems, sorted(misnamed)
-
-
-def _named_gone_mark(named: list[Path], roots: Iterable[Path], report: ImportReport) -> None:
-    """Mark the sessions whose file (or folder) an event named and that is gone, as a pass
-    over every file would: a deletion is seen when it happens, not at the next rescan."""
-    prefixes = tuple(
-        str(root).rstrip(os.sep) + os.sep
-        for r in roots
-        for root in {Path(r), resolve_root(Path(r))}
-    )
-    gone = [p for p in named if str(p).startswith(prefixes) and not os.path.lexists(p)]
-    if not gone:
-        return
-    under = Q(path__in=[str(p) for p in gone])
-    for folder in gone:
-        under |= Q(path__startswith=str(folder).rstrip(os.sep) + os.sep)
-    rows = Session.objects.filter(under, file_removed_at=None)
-    # A row whose file is back (moved in again meanwhile) is not marked.
-    pks = [pk for pk, path in rows.values_list("pk", "path") if not os.path.lexists(path)]
-    if pks:
-        Session.objects.filter(pk__in=pks).update(file_removed_at=timezone.now())
-        report.removed += len(pks)
 
 
 def _mtime(path: Path) -> int:
