@@ -34,7 +34,7 @@ PARTS: dict[str, float] = {}
 
 def _instrument() -> None:
     """Time the archive's parts by wrapping them (the code itself is unchanged)."""
-    from sessions_app.services import archive_making
+    from sessions_app.services.archive import making as archive_making
     from sessions_app.services.branching import deriving
 
     maker = archive_making.PieceMaker

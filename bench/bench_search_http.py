@@ -69,7 +69,7 @@ def child(work: Path) -> dict[str, Any]:
     from django.db import connection
 
     from sessions_app.models import ApiToken
-    from sessions_app.search_pages import link_hits
+    from sessions_app.pages.search import link_hits
     from sessions_app.selectors.search import SearchQuery, search
     from sessions_app.services.importing import sessions_import
     from sessions_app.services.searching import search_refresh

@@ -190,7 +190,7 @@ def _archive_bytes(env: dict[str, str]) -> int:
     code = (
         "import django; django.setup(); "
         "from django.db.models import Sum; from django.db.models.functions import Length; "
-        "from sessions_app.models_archive import ArchivePiece; "
+        "from sessions_app.models.archive import ArchivePiece; "
         "print(ArchivePiece.objects.aggregate(n=Sum(Length('data')))['n'] or 0)"
     )
     done = subprocess.run(

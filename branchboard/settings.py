@@ -233,7 +233,7 @@ MIDDLEWARE = [
     "sessions_app.middleware.DatabaseBusyMiddleware",
 ]
 # A form without its page's token gets the site's page that says so.
-CSRF_FAILURE_VIEW = "sessions_app.error_pages.csrf_failure"
+CSRF_FAILURE_VIEW = "sessions_app.pages.errors.csrf_failure"
 if TEAM_MODE:
     MIDDLEWARE.insert(
         MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,

@@ -18,12 +18,12 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("api/", include("sessions_app.api_urls")),
+    path("api/", include("sessions_app.api.urls")),
     path("", include("sessions_app.urls")),
 ]
 
-# Errors use the site's own page (JSON under /api/): sessions_app/error_pages.py.
-handler400 = "sessions_app.error_pages.bad_request"
-handler403 = "sessions_app.error_pages.permission_denied"
-handler404 = "sessions_app.error_pages.page_not_found"
-handler500 = "sessions_app.error_pages.server_error"
+# Errors use the site's own page (JSON under /api/): sessions_app/pages/errors.py.
+handler400 = "sessions_app.pages.errors.bad_request"
+handler403 = "sessions_app.pages.errors.permission_denied"
+handler404 = "sessions_app.pages.errors.page_not_found"
+handler500 = "sessions_app.pages.errors.server_error"

@@ -18,7 +18,7 @@ from django.db import OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
-from .error_pages import SERVER_ERROR, under_api
+from .pages.errors import SERVER_ERROR, under_api
 from .services.audit import from_proxy
 
 logger = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ class ApiErrorMiddleware:
     """Under /api/, an unexpected error in a view is `{"error": ...}` with 500, never a page.
 
     Refusals Django turns into 400/403/404 are left to the error handlers
-    (sessions_app/error_pages.py), which answer JSON under /api/ as well.
+    (sessions_app/pages/errors.py), which answer JSON under /api/ as well.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:

@@ -2,17 +2,35 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import (
+from .pages import (
     actions,
-    compare_pages,
-    image_pages,
-    import_status_pages,
-    list_pages,
-    run_pages,
-    search_pages,
-    transcript_pages,
-    usage_pages,
-    views,
+)
+from .pages import (
+    compare as compare_pages,
+)
+from .pages import (
+    images as image_pages,
+)
+from .pages import (
+    import_status as import_status_pages,
+)
+from .pages import (
+    lists as list_pages,
+)
+from .pages import (
+    runs as run_pages,
+)
+from .pages import (
+    search as search_pages,
+)
+from .pages import (
+    sessions as views,
+)
+from .pages import (
+    transcript as transcript_pages,
+)
+from .pages import (
+    usage as usage_pages,
 )
 
 app_name = "sessions"

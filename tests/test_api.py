@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import get_resolver
 
-from sessions_app.api_schema import OPENAPI
+from sessions_app.api.schema import OPENAPI
 from sessions_app.models import AuditEntry, Session
 from sessions_app.services import branching
 

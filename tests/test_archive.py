@@ -175,7 +175,7 @@ def test_pieces_made_ahead_hold_exactly_the_bytes_indexed(
     """A file read from its start is compressed in a thread as the import reads it
     (`pieces_ahead`, files up to AHEAD_BYTES); a half-written last line is not indexed, so
     the last piece is cut at the end of the last whole line, not where the thread read to."""
-    from sessions_app.services import archive_making
+    from sessions_app.services.archive import making as archive_making
 
     monkeypatch.setattr(archive, "PIECE_BYTES", 1000)
     monkeypatch.setattr(archive_making, "AHEAD_BYTES", ahead_limit)

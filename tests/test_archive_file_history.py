@@ -14,10 +14,11 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from sessions_app.models import Session
-from sessions_app.models_archive import ArchivedFile
+from sessions_app.models.archive import ArchivedFile
 from sessions_app.selectors.worktrees import file_backups_kept
-from sessions_app.services import archive, archive_files
-from sessions_app.services.archive_restore import session_restore
+from sessions_app.services import archive
+from sessions_app.services.archive import files as archive_files
+from sessions_app.services.archive.restoring import session_restore
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.worktrees import worktree_fork
 

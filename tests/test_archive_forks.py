@@ -9,7 +9,7 @@ import pytest
 from sessions_app.models import Session
 from sessions_app.services import archive
 from sessions_app.services.archive import archive_bytes, archive_check
-from sessions_app.services.archive_restore import session_restore
+from sessions_app.services.archive.restoring import session_restore
 from sessions_app.services.branching import deriving, forking, session_fork
 from sessions_app.services.importing import sessions_import
 

@@ -13,7 +13,7 @@ from django.core.management import call_command
 
 from sessions_app.models import ArchivePiece, Session
 from sessions_app.services import archive
-from sessions_app.services.archive_restore import RestoreRefused, session_restore
+from sessions_app.services.archive.restoring import RestoreRefused, session_restore
 from sessions_app.services.branching import SourceChanged, session_fork, session_rewind
 from sessions_app.services.importing import sessions_import
 

@@ -10,8 +10,8 @@ import pytest
 from django.utils import timezone
 
 from sessions_app.models import Project, Record, Session
+from sessions_app.rendering.numbers import when, when_full
 from sessions_app.services.branching import session_fork
-from sessions_app.templatetags.numbers import when, when_full
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 
 from sessions_app.formats import PROMPT, USER_OTHER, agent_for, parse_line
 from sessions_app.models import Record, Session, Usage
-from sessions_app.selectors.session_usage import session_usage
+from sessions_app.selectors.usage.sessions import session_usage
 from sessions_app.services.branching import (
     BranchingUnsupported,
     NothingToUndo,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from sessions_app.models import Session
+from sessions_app.rendering.splits import split_label
 from sessions_app.services.importing import sessions_import
-from sessions_app.splits import split_label
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

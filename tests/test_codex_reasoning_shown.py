@@ -13,8 +13,8 @@ from django.test import Client
 
 from sessions_app.models import Session, Usage
 from sessions_app.pricing import rates
-from sessions_app.selectors.session_usage import family_usage, session_usage, turn_usage
 from sessions_app.selectors.usage import usage_by_day, usage_by_model
+from sessions_app.selectors.usage.sessions import family_usage, session_usage, turn_usage
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.usage import usage_refresh
 

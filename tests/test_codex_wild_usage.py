@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from sessions_app.models import Session, Usage
-from sessions_app.selectors.session_usage import family_usage
 from sessions_app.selectors.usage import Totals, usage_by_day
+from sessions_app.selectors.usage.sessions import family_usage
 from sessions_app.services.branching import session_fork, session_rewind
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.usage import usage_refresh

@@ -19,7 +19,7 @@ try:
     execute_from_command_line(["manage.py", *sys.argv[1:]])
 except (SystemExit, Exception) as error:  # an empty data folder has no tables
     print("ERROR", repr(error), file=sys.stderr)
-loaded = [m for m in ("branchboard.urls", "sessions_app.views", "genai_prices") if m in sys.modules]
+loaded = [m for m in ("branchboard.urls", "sessions_app.pages.sessions", "genai_prices") if m in sys.modules]
 print("LOADED", ",".join(loaded))
 """
 

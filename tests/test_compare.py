@@ -115,7 +115,7 @@ def test_any_two_of_a_family_can_be_picked_from_the_lineage_page(
 def test_a_session_compares_with_a_branch_its_cli_rewind_abandoned(
     imported: Path, client: Client
 ) -> None:
-    from sessions_app.selectors.branches import abandoned_branch
+    from sessions_app.services.reading.branches import abandoned_branch
 
     from .facts import FORKS_TREE
 

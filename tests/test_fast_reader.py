@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessions_app.formats import claude, claude_index, detect_agent_from_path, qwen, qwen_index
+from sessions_app.formats import claude, detect_agent_from_path, qwen
+from sessions_app.formats.claude import index as claude_index
+from sessions_app.formats.qwen import index as qwen_index
 
 from .corpus import FIXTURES
 

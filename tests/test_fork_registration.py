@@ -7,13 +7,8 @@ from pathlib import Path
 import pytest
 
 from sessions_app.models import Record, SearchText, Session
-from sessions_app.services.branching import (
-    WriteCheckFailed,
-    forking,
-    forking_threads,
-    readback,
-    session_fork,
-)
+from sessions_app.services.branching import WriteCheckFailed, forking, readback, session_fork
+from sessions_app.services.branching.forking import threads as forking_threads
 from sessions_app.services.branching.registering import reindex
 from sessions_app.services.searching import search_refresh
 

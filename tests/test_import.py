@@ -434,7 +434,7 @@ def test_the_file_backups_flag_says_what_the_records_say(
 ) -> None:
     """Kept at import (the transcript reads it instead of scanning records), on a first
     import and on an append."""
-    from sessions_app.formats.file_history import RECORD_TYPES
+    from sessions_app.formats.claude.file_history import RECORD_TYPES
 
     sessions_import(roots=corpus_roots)
     with_records = set(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sessions_app.services.import_plan import (
+from sessions_app.services.importing.plan import (
     HEAD_BYTES,
     FileState,
     Plan,

@@ -13,8 +13,8 @@ from sessions_app.management.commands.import_sessions import _import_pass
 from sessions_app.models import ImportStatus, SearchText, Session
 from sessions_app.selectors.importing import import_progress
 from sessions_app.services.discovery import SessionFile
-from sessions_app.services.import_status import ImportTracker
 from sessions_app.services.importing import sessions_import
+from sessions_app.services.progress import ImportTracker
 
 from .factories import make_session
 

@@ -57,7 +57,7 @@ def test_a_later_page_of_a_projects_sessions_is_read_from_its_index_at_the_curso
         pytest.skip("the plan the planner is held to is PostgreSQL's")
     from django.test.utils import CaptureQueriesContext
 
-    from sessions_app.selectors.session_pages import Cursor, list_sort, seek_page
+    from sessions_app.selectors.lists.paging import Cursor, list_sort, seek_page
 
     session = Session.objects.listed().exclude(turn_count=0).exclude(started_at=None).first()
     assert session is not None

@@ -14,7 +14,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from sessions_app.models import Session
-from sessions_app.services.archive_restore import RestoreRefused, session_restore
+from sessions_app.services.archive.restoring import RestoreRefused, session_restore
 from sessions_app.services.importing import sessions_import
 
 from .corpus import ALL_ROOTS

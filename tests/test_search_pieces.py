@@ -11,7 +11,7 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from sessions_app.models import SearchText
-from sessions_app.models_search import CHUNK_OVERLAP, CHUNK_STEP
+from sessions_app.models.search import CHUNK_OVERLAP, CHUNK_STEP
 from sessions_app.selectors.search import SearchQuery, search
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.searching import TRIGRAM_INDEXES, search_refresh

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from sessions_app.models import SearchChunk, SearchText
-from sessions_app.models_search import CHUNK_STEP, SearchChunkWaiting
+from sessions_app.models.search import CHUNK_STEP, SearchChunkWaiting
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.searching import search_refresh, words_waiting
 from sessions_app.services.searching.pieces_filling import pieces_round

@@ -16,8 +16,8 @@ from sessions_app.formats.markup import shown_text
 from sessions_app.formats.search_text import searchable
 from sessions_app.models import Record, Session
 from sessions_app.selectors import search as search_module
-from sessions_app.selectors.records import with_data
 from sessions_app.selectors.search import SearchQuery, search
+from sessions_app.services.reading.records import with_data
 from sessions_app.services.searching import search_refresh
 from sessions_app.transcript import build_turns
 

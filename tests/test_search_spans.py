@@ -13,7 +13,7 @@ from django.db import connection
 from django.db.models import Max
 
 from sessions_app.models import SearchText
-from sessions_app.models_search import CHUNK_OVERLAP, CHUNK_STEP
+from sessions_app.models.search import CHUNK_OVERLAP, CHUNK_STEP
 from sessions_app.selectors.search import SearchQuery, search
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.searching import search_refresh
@@ -96,13 +96,14 @@ def test_whichever_word_leads_the_same_texts_are_found(
     words in the texts it is found in; or every text looked at whole. The texts holding
     every word, not those of a turn holding them (`search` adds those, which would hide
     a text missed here)."""
-    from sessions_app.selectors import search_postgres, search_spans
     from sessions_app.selectors.search import COLUMNS
+    from sessions_app.selectors.search import postgres as search_postgres
+    from sessions_app.selectors.search import spans as search_spans
 
     sessions_import(roots=[_session(tmp_path / "root", [t for t, _, _ in TEXTS]).parent.parent])
     search_refresh()
     top = SearchText.objects.aggregate(top=Max("id"))["top"]
-    from sessions_app.selectors.search_turns import PIECE_LIKE, term_match
+    from sessions_app.selectors.search.turns import PIECE_LIKE, term_match
 
     def first_or_last(cursor, terms: list[str]) -> str:  # of those the pieces serve
         return [t for t in terms if term_match(t) == PIECE_LIKE][lead]
@@ -129,7 +130,7 @@ def test_the_span_walk_ranks_the_same_rows_as_all_texts_at_once(
     from django.test.utils import CaptureQueriesContext
 
     from sessions_app.selectors import search as search_module
-    from sessions_app.selectors import search_spans
+    from sessions_app.selectors.search import spans as search_spans
 
     search_refresh()
     monkeypatch.setattr(search_module, "RANK_WINDOW", 5)

@@ -18,8 +18,8 @@ import pytest
 from django.test import Client
 
 from sessions_app.models import Session
+from sessions_app.rendering.splits import after_turn, kind_label, last_shared_turn
 from sessions_app.services.branching import session_fork, session_rewind
-from sessions_app.splits import after_turn, kind_label, last_shared_turn
 
 from .facts import FORKS_TREE
 

@@ -39,7 +39,7 @@ from hypothesis.stateful import (
 
 from sessions_app.models import Project, Session
 from sessions_app.services.archive import archive_bytes
-from sessions_app.services.archive_restore import session_restore
+from sessions_app.services.archive.restoring import session_restore
 from sessions_app.services.branching import (
     BranchError,
     session_fork,

@@ -21,11 +21,11 @@ from sessions_app.formats.usage import MessageUsage, claude_usage, qwen_usage
 from sessions_app.models import Session, Usage
 from sessions_app.pricing import rates
 from sessions_app.rendering.charts import Bar, horizontal_bars, stacked_bars
-from sessions_app.selectors.session_usage import family_usage, session_usage, turn_usage
 from sessions_app.selectors.usage import (
     usage_by_day,
     usage_by_project,
 )
+from sessions_app.selectors.usage.sessions import family_usage, session_usage, turn_usage
 from sessions_app.services.branching import session_fork
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.usage import usage_refresh
@@ -280,7 +280,7 @@ def test_unit_rates_give_what_genai_prices_calc_price_gives() -> None:
 
 
 def test_numbers_for_people() -> None:
-    from sessions_app.templatetags.numbers import tokens, usd
+    from sessions_app.rendering.numbers import tokens, usd
 
     assert [tokens(n) for n in (0, 950, 12_345, 4_560_000, 123_456_789, 2_000_000_000)] == [
         "0", "950", "12.3k", "4.56M", "123M", "2B"

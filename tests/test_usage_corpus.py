@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from sessions_app.models import Session
-from sessions_app.selectors.session_usage import session_usage
+from sessions_app.selectors.usage.sessions import session_usage
 from sessions_app.services.usage import usage_refresh
 
 pytestmark = pytest.mark.django_db

@@ -13,8 +13,8 @@ from django.test import Client
 
 from sessions_app.models import Usage
 from sessions_app.pricing import LONG_CONTEXT
-from sessions_app.selectors.session_usage import session_usage
 from sessions_app.selectors.usage import Totals
+from sessions_app.selectors.usage.sessions import session_usage
 
 from .test_usage import imported, session_with
 

@@ -20,8 +20,8 @@ from django.test import Client
 
 from sessions_app.formats.usage import MessageUsage, claude_usage
 from sessions_app.models import Session, Usage
-from sessions_app.selectors.session_usage import session_usage
 from sessions_app.selectors.usage import usage_by_day
+from sessions_app.selectors.usage.sessions import session_usage
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.usage import usage_refresh
 

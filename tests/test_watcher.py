@@ -19,7 +19,7 @@ from sessions_app.management.commands import import_sessions as command
 from sessions_app.models import ImportStatus, Session, Usage
 from sessions_app.services import importing, watching
 from sessions_app.services.discovery import discover
-from sessions_app.services.discovery_path import discover_path
+from sessions_app.services.discovery.at_path import discover_path
 
 from .factories import assistant_record, jsonl, make_session, one_turn, user_record
 

@@ -19,7 +19,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from sessions_app.formats import agent_for
-from sessions_app.formats.file_history import Checkpoints
+from sessions_app.formats.claude.file_history import Checkpoints
 from sessions_app.models import Session
 from sessions_app.services.branching.inputs import fork_input
 from sessions_app.services.git import read_marker

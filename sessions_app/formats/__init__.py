@@ -1,4 +1,4 @@
-"""Readers for the session files the CLIs write: one module per agent, pure Python.
+"""Readers for the session files the CLIs write: one package per agent, pure Python.
 
 Each agent is one `Agent` object (`agent.py` lists what it provides), found with
 `agent_for(name)`; `REGISTRY` at the end of this file names them all. Nothing
@@ -8,7 +8,7 @@ A reader turns one raw line into a `ParsedRecord`: the fields the graph, the tur
 function and the pages need. The raw bytes themselves are never changed; unknown
 record types come through as kind "other" and are carried along untouched. Each
 agent reads a line in two ways that give the same record: a selective decode of
-only those fields (`claude_index`, `qwen_index`: msgspec, the rest of the line
+only those fields (`claude.index`, `qwen.index`: msgspec, the rest of the line
 skipped unbuilt), and, for any line that decode is not sure of, the whole line
 (orjson), which alone drops and names bad values.
 
@@ -20,107 +20,98 @@ line and go on. One bad value never costs more than itself.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
-CLAUDE = "claude"
-QWEN = "qwen"
-CODEX = "codex"
-
-# Record kinds, normalised across agents.
-PROMPT = "prompt"  # a human-typed message, by its shape
-COMMAND = "command"  # a slash command; a turn unless a local command answered it
-LOCAL_OUTPUT = "local_output"  # output of a built-in local command (/model, /exit ...)
-USER_OTHER = "user"  # meta, interruptions, notifications, mid-turn messages ...
-TOOL_RESULT = "tool_result"
-COMPACT_SUMMARY = "compact_summary"
-ASSISTANT = "assistant"
-SYSTEM = "system"
-COMPACT_BOUNDARY = "compact_boundary"
-REWIND = "rewind"  # Qwen's system/rewind marker
-ATTACHMENT = "attachment"
-PROGRESS = "progress"
-SUMMARY = "summary"
-TITLE = "title"
-BOOKKEEPING = "bookkeeping"  # records the CLIs keep for themselves
-INVALID = "invalid"
-OTHER = "other"
-
-CONVERSATION_KINDS = frozenset(
-    {PROMPT, COMMAND, LOCAL_OUTPUT, USER_OTHER, TOOL_RESULT, COMPACT_SUMMARY, ASSISTANT}
+from .kinds import (
+    ASSISTANT as ASSISTANT,
 )
-
-UUID_RE = re.compile(
-    r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z"
+from .kinds import (
+    ATTACHMENT as ATTACHMENT,
 )
-TEXT_LIMIT = 2000
-MAX_COUNT = 2**31 - 1  # token counts fit a 32-bit integer column on every database
-# A time this close to the ends of datetime's range could overflow when converted to
-# UTC or to any local zone (offsets stay under a day), so it is dropped instead.
-EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
-LATEST = datetime(9999, 12, 30, tzinfo=UTC)
-
-
-def is_session_id(value: str) -> bool:
-    """Session ids are UUIDs, nothing else: they end up in file paths."""
-    return bool(UUID_RE.match(value))
-
-
-@dataclass(slots=True)
-class ParsedRecord:
-    """What one line says, normalised; `kind` is one of the constants above.
-
-    `dropped` names each field the reader dropped or clamped and why, e.g.
-    "message.usage.input_tokens: out of range (18446744073709551615)"; it stays the
-    shared empty tuple when nothing was wrong.
-    """
-
-    kind: str
-    raw_type: str = ""
-    subtype: str = ""
-    uuid: str | None = None
-    parent_uuid: str | None = None
-    logical_parent_uuid: str | None = None
-    timestamp: str | None = None
-    time: datetime | None = None  # `timestamp` parsed: aware, within EARLIEST..LATEST
-    sidechain: bool = False
-    session_id: str | None = None
-    text: str | None = None
-    message_id: str | None = None
-    model: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cwd: str | None = None
-    git_branch: str | None = None
-    title: str | None = None
-    leaf_uuid: str | None = None
-    forked_from: str | None = None  # the source session of a CLI-made branch
-    error: str | None = None
-    dropped: tuple[str, ...] = ()
-
-
-def collapse(text: str, limit: int = 100) -> str:
-    """Whitespace collapsed and cut to `limit` characters, for titles."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
-def parse_timestamp(value: str | None) -> datetime | None:
-    """An aware datetime from an ISO timestamp; None when missing, malformed or out of range."""
-    if not value or value.__class__ is not str:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    if 1 < parsed.year < 9999:
-        return parsed
-    # Aware datetimes compare without converting, so this cannot overflow.
-    return parsed if EARLIEST <= parsed <= LATEST else None
+from .kinds import (
+    BOOKKEEPING as BOOKKEEPING,
+)
+from .kinds import (
+    CLAUDE as CLAUDE,
+)
+from .kinds import (
+    CODEX as CODEX,
+)
+from .kinds import (
+    COMMAND as COMMAND,
+)
+from .kinds import (
+    COMPACT_BOUNDARY as COMPACT_BOUNDARY,
+)
+from .kinds import (
+    COMPACT_SUMMARY as COMPACT_SUMMARY,
+)
+from .kinds import (
+    CONVERSATION_KINDS as CONVERSATION_KINDS,
+)
+from .kinds import (
+    EARLIEST as EARLIEST,
+)
+from .kinds import (
+    INVALID as INVALID,
+)
+from .kinds import (
+    LATEST as LATEST,
+)
+from .kinds import (
+    LOCAL_OUTPUT as LOCAL_OUTPUT,
+)
+from .kinds import (
+    MAX_COUNT as MAX_COUNT,
+)
+from .kinds import (
+    OTHER as OTHER,
+)
+from .kinds import (
+    PROGRESS as PROGRESS,
+)
+from .kinds import (
+    PROMPT as PROMPT,
+)
+from .kinds import (
+    QWEN as QWEN,
+)
+from .kinds import (
+    REWIND as REWIND,
+)
+from .kinds import (
+    SUMMARY as SUMMARY,
+)
+from .kinds import (
+    SYSTEM as SYSTEM,
+)
+from .kinds import (
+    TEXT_LIMIT as TEXT_LIMIT,
+)
+from .kinds import (
+    TITLE as TITLE,
+)
+from .kinds import (
+    TOOL_RESULT as TOOL_RESULT,
+)
+from .kinds import (
+    USER_OTHER as USER_OTHER,
+)
+from .kinds import (
+    UUID_RE as UUID_RE,
+)
+from .kinds import (
+    ParsedRecord as ParsedRecord,
+)
+from .kinds import (
+    collapse as collapse,
+)
+from .kinds import (
+    is_session_id as is_session_id,
+)
+from .kinds import (
+    parse_timestamp as parse_timestamp,
+)
 
 
 def detect_agent_from_path(path: Path) -> str:

@@ -1,7 +1,7 @@
 """The agent interface: everything that differs between the CLIs, one object per agent.
 
 Code outside `formats/` asks `agent_for(session.agent)` and uses what it gets; it
-never compares an agent's name. A third agent is one new module in `formats/`
+never compares an agent's name. A new agent is one new package in `formats/`
 (plus fixtures and tests) that ends with `AGENT = Agent(...)`, and one line adding
 that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provides:
 
@@ -9,7 +9,7 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   kinds of `formats/__init__.py` (PROMPT, ASSISTANT, TOOL_RESULT, REWIND ...);
   never raises (an undecodable line is kind INVALID; `common.load` does that).
   It runs once per line of 300 MB files, so it stays lean: it may try a
-  selective decode first (`claude_index.parse_indexed`) whose record, where it
+  selective decode first (`claude.index.parse_indexed`) whose record, where it
   gives one, equals the full read's.
 - `message_text(message) -> str`: the human-readable text of a record's `message`,
   and `record_text(data) -> str`: the same for a whole record (its parsed line).
@@ -76,7 +76,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import ParsedRecord, is_session_id
+from .kinds import ParsedRecord, is_session_id
 from .usage import MessageUsage, no_usage
 
 # Where the CLI resumes a session: Claude Code takes the leaf whose conversation
@@ -113,7 +113,7 @@ def no_subagent_prompt(call_input: dict) -> str:
 
 
 class PrefixFork(NamedTuple):
-    """How a CLI whose fork is a prefix of its source's file writes one (`formats.codex_writing`).
+    """How a CLI whose fork is a prefix of its source's file writes one (`formats.codex.writing`).
 
     The fork is the source's lines before the cut, unchanged, under `meta_line` (the
     source's first line with the new id and where it came from), in a file named

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from . import INVALID, MAX_COUNT, OTHER, TEXT_LIMIT, ParsedRecord, parse_timestamp
+from .kinds import INVALID, MAX_COUNT, OTHER, TEXT_LIMIT, ParsedRecord, parse_timestamp
 
 # The longest string each kind of field may be: its column's size, or for paths
 # the OS's. Longer ones are dropped, not cut: a cut id or path names something else.

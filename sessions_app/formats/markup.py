@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from . import collapse
+from .kinds import collapse
 
 BLOCK_TAGS = (
     "command-message",

@@ -16,7 +16,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from . import (
+from .agent import Agent, AssistantPart
+from .common import load
+from .kinds import (
     ASSISTANT,
     COMMAND,
     COMPACT_SUMMARY,
@@ -27,8 +29,6 @@ from . import (
     TOOL_RESULT,
     USER_OTHER,
 )
-from .agent import Agent, AssistantPart
-from .common import load
 from .markup import shown_text
 
 SEARCH_TEXT_LIMIT = 256_000

@@ -12,7 +12,14 @@ Callers use `selectors.<name>`; every name of the first five is re-exported here
 
 from __future__ import annotations
 
-from .branches import Branch, abandoned_branch, branch_records
+from ..services.reading.branches import Branch, abandoned_branch, branch_records
+from ..services.reading.records import (
+    PAGE_TURNS,
+    page_records,
+    record_at,
+    subagent_records,
+    transcript_records,
+)
 from .facts import edit_prompt, session_summary, turn_list, turn_prompt_text, undo_available
 from .family import lineage_of, subagents_of
 from .lists import (
@@ -28,7 +35,6 @@ from .lists import (
     undone_rewind,
     with_children_counts,
 )
-from .records import PAGE_TURNS, page_records, record_at, subagent_records, transcript_records
 
 __all__ = [
     "PAGE_TURNS",

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 from ..formats import ASSISTANT, TOOL_RESULT, agent_for
 from ..models import Session
-from .branches import Branch, branch_records
-from .records import transcript_records
-from .session_usage import lines_usage, turn_usage
+from ..services.reading.branches import Branch, branch_records
+from ..services.reading.records import transcript_records
 from .usage import Totals
+from .usage.sessions import lines_usage, turn_usage
 
 MAX_TURNS = 200  # turns shown per side after the split
 REPLY_CHARS = 300

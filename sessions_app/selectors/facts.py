@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
-
-from ..formats import agent_for
 from ..models import Session
 from ..resume import resume_command
-from ..services.archive import session_open
-from ..services.roots import UnsafePath
+from ..services.reading.prompts import turn_prompt_text
 
 
 def session_summary(session: Session) -> dict:
@@ -56,29 +52,6 @@ def turn_list(session: Session) -> list[dict]:
             }
         )
     return turns
-
-
-def turn_prompt_text(session: Session, turn: int) -> str:
-    """The full text of the prompt that starts `turn`, read from the session file."""
-    record = (
-        session.records.active()
-        .turn_starts()
-        .filter(turn=turn)
-        .order_by("line")
-        .values_list("offset", "length", "text")
-        .first()
-    )
-    if record is None:
-        return ""
-    offset, length, text = record
-    try:
-        with session_open(session) as f:
-            f.seek(offset)
-            data = orjson.loads(f.read(length))
-    except (OSError, UnsafePath, orjson.JSONDecodeError):
-        return text
-    agent = agent_for(session.agent)
-    return agent.record_text(data) if isinstance(data, dict) else text
 
 
 def undo_available(session: Session) -> bool:

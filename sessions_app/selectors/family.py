@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from ..lineage import Box, box_pks, family_boxes
 from ..models import Session
+from ..rendering.lineage import Box, box_pks, family_boxes
 
 # What an agent id may look like in a URL (`subagents/<id>/`).
 AGENT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # \Z: `$` takes a final line break

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from ..models_import import ImportStatus
+from ..models.import_status import ImportStatus
 from ..services.searching.words import words_waiting
 
 # A pass whose progress was not written for this long is no longer running (its

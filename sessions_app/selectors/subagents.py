@@ -20,9 +20,9 @@ import orjson
 
 from ..formats import PROGRESS, TOOL_RESULT, agent_for
 from ..models import Session
+from ..services.reading.records import iter_with_data, record_at, subagent_records, with_data
 from ..transcript import RawRecord
 from .family import subagents_of
-from .records import iter_with_data, record_at, subagent_records, with_data
 
 MAX_RECORDS = 5_000
 

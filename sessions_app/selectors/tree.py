@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 
 from ..models import Session
 from .lists import undone_rewind
-from .session_usage import FamilyUsage
 from .usage import Totals
+from .usage.sessions import FamilyUsage
 
 MAX_NODES = 200
 EPOCH = datetime.min.replace(tzinfo=UTC)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from ..models import Session
 from ..resume import fresh_command
-from ..selectors import turn_prompt_text
 from .branching import InvalidTurn
+from .reading.prompts import turn_prompt_text
 
 TURN = 1
 

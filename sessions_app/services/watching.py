@@ -18,9 +18,9 @@ from pathlib import Path
 
 from django.db import close_old_connections, connections
 
-from ..models_import import ImportStatus
-from .import_status import ImportTracker
+from ..models.import_status import ImportStatus
 from .importing import sessions_import
+from .progress import ImportTracker
 from .searching import SearchReport, search_refresh
 from .usage import UsageReport, usage_refresh
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from .. import splits
+from ..rendering import splits
 
 register = template.Library()
 

@@ -41,7 +41,7 @@ WHOLE_DIFF_CHARS = 500_000
 # Estimated HTML around an item's texts (a tool call's <details>, ids, links) and a
 # turn's (its prompt box and the branch, edit and rewind forms).
 ITEM_BYTES = 500
-# An image is loaded by its URL (`image_pages`), never inlined: on the page it is one tag.
+# An image is loaded by its URL (`pages.images`), never inlined: on the page it is one tag.
 IMAGE_TAG_BYTES = 250
 # The largest image (decoded) served; `BRANCHBOARD_MAX_IMAGE_BYTES` changes it.
 IMAGE_LIMIT = 20 * 1024 * 1024

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from sessions_app.formats.codex import message_text, payload_of
-from sessions_app.formats.codex_order import prompt_key
+from sessions_app.formats.codex.order import prompt_key
 from sessions_app.formats.common import TEXT_LIMIT
 from sessions_app.models import Session
 from sessions_app.services.branching import session_fork

@@ -17,8 +17,8 @@ from tqdm import tqdm
 
 from sessions_app.data_folder import PrivateLogFile
 from sessions_app.services.hub.namespaces import hub_roots
-from sessions_app.services.import_status import ImportTracker
 from sessions_app.services.importing import ImportReport, sessions_import
+from sessions_app.services.progress import ImportTracker
 from sessions_app.services.watching import Rescan, Retry, catch_up, watch_pass, watch_tick
 from sessions_app.services.watching import import_pass as _import_pass
 

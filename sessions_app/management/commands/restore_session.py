@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from sessions_app.management.refusing import JSON_HELP, refuse
 from sessions_app.selectors import session_summary
-from sessions_app.services.archive_restore import session_restore
+from sessions_app.services.archive.restoring import session_restore
 from sessions_app.services.audit import actor_of_command, audit_record
 from sessions_app.services.branching import BranchError
 from sessions_app.services.lookup import session_resolve

@@ -23,9 +23,9 @@ from ...formats import collapse
 from ...formats.markup import title_text
 from ...models import TITLE_LIMIT, Record, Session
 from ..archive import archive_written
-from ..archive_making import PieceMaker, archive_made
-from ..import_plan import HEAD_BYTES, digest
+from ..archive.making import PieceMaker, archive_made
 from ..importing import RECORD_COLUMNS
+from ..importing.plan import HEAD_BYTES, digest
 from .kept import Written
 from .readback import ReadBack
 

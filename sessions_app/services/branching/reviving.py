@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...models import Session
-from ...selectors.branches import abandoned_branch
+from ..reading.branches import abandoned_branch
 from .copying import intended_prompts
 from .errors import InvalidTurn
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import orjson
 
 from ...models import HubNamespace, Session
-from ..discovery_path import discover_path
+from ..discovery.at_path import discover_path
 from ..importing import ImportReport, projects_refresh, session_file_import
 from ..importing.session_row import cli_branches_link
 from ..watching import CATCH_UP

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...models import Session
-from ..discovery_path import discover_path
+from ..discovery.at_path import discover_path
 from ..importing import ImportReport, projects_refresh, session_file_import
 from ..importing.session_row import cli_branches_link
 from ..watching import CATCH_UP

@@ -2,7 +2,7 @@
 
 An unchanged file (same size, mtime and inode) is skipped without being opened; a
 file that provably only grew is read from the last imported byte; anything else
-is imported again from the start (the rule is `import_plan`). Each file is
+is imported again from the start (the rule is `importing.plan`). Each file is
 imported in its own transaction, so a failure leaves what was imported before
 untouched, and a file that cannot be imported is reported and skipped: one bad
 file never stops the import.
@@ -27,7 +27,7 @@ from django.db.models.functions import Coalesce
 
 from ...models import Project, Session
 from ..discovery import RootError, SessionFile, discover
-from ..import_status import ImportTracker
+from ..progress import ImportTracker
 from ..roots import UnsafePath, open_regular
 from ..searching import words_kick
 from .archiving import KeptFiles

@@ -12,16 +12,10 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from ...models import Session
-from ...models_archive import ArchivedFile
-from ..archive import (
-    archive_covers,
-    archive_enabled,
-    archive_ends,
-    archive_extend,
-    archive_open,
-)
-from ..archive_files import archive_file_history, history_folder
-from ..archive_making import Ahead
+from ...models.archive import ArchivedFile
+from ..archive import archive_covers, archive_enabled, archive_ends, archive_extend, archive_open
+from ..archive.files import archive_file_history, history_folder
+from ..archive.making import Ahead
 from ..discovery import SessionFile
 from ..roots import UnsafePath, open_regular, resolve_root
 from .report import ImportReport

@@ -22,12 +22,12 @@ from django.db import connection
 from ...conversation import analyse, dangling_parents, extend
 from ...formats import agent_for
 from ...models import Session
-from ..archive_making import pieces_ahead
+from ..archive.making import pieces_ahead
 from ..discovery import SessionFile
-from ..import_plan import HEAD_BYTES, FileState, Plan, import_plan
 from ..searching import texts_collect
 from ..usage import usage_forget
 from .archiving import archive_keep, removed_session_guard
+from .plan import HEAD_BYTES, FileState, Plan, import_plan
 from .reading import FileReader
 from .report import ImportReport
 from .rows import Rows

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from ...models import Session
 from ..discovery import SessionFile
-from ..discovery_path import discover_path
+from ..discovery.at_path import discover_path
 from ..roots import resolve_root
 from .report import ImportReport
 

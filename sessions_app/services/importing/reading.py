@@ -26,8 +26,8 @@ from ...formats import (
     ParsedRecord,
     agent_for,
 )
+from ...formats.claude.file_history import RECORD_TYPES as FILE_BACKUP_TYPES
 from ...formats.common import load
-from ...formats.file_history import RECORD_TYPES as FILE_BACKUP_TYPES
 from ...formats.search_text import SEARCHABLE_KINDS, line_searchable
 from ...models import Session
 from ..discovery import SessionFile

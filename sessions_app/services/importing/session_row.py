@@ -17,11 +17,11 @@ from ...formats.markup import title_text
 from ...models import TITLE_LIMIT, Project, Session
 from ..discovery import SessionFile
 from ..hub.namespaces import namespace_of
-from ..import_plan import HEAD_BYTES, StoredState, digest
 from ..roots import UnsafePath, open_regular
 from .lineage import _descends_from as _descends_from
 from .lineage import _split_turn as _split_turn
 from .lineage import cli_branches_link as cli_branches_link
+from .plan import HEAD_BYTES, StoredState, digest
 from .reading import FileReader
 
 
@@ -31,7 +31,7 @@ def head_digest(head: bytes) -> str:
 
 
 def stored_state(session: Session) -> StoredState:
-    """What the session row remembers of its file, for `import_plan`."""
+    """What the session row remembers of its file, for `importing.plan`."""
     return StoredState(
         size=session.file_size,
         mtime_ns=session.file_mtime_ns,

@@ -19,7 +19,7 @@ from django.conf import settings
 
 from ...models import Run, Session
 from ..files import create_exclusive, replace_atomically
-from ..import_plan import FileState, Plan, StoredState, digest, import_plan
+from ..importing.plan import FileState, Plan, StoredState, digest, import_plan
 from ..roots import open_regular
 
 COPY_BLOCK = 1 << 20

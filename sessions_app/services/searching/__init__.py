@@ -26,7 +26,7 @@ from django.db.models import F
 from django.template.defaultfilters import pluralize
 
 from ...models import SearchText, Session
-from ..import_status import CatchUp
+from ..progress import CatchUp
 from .indexing import SLICE_LINES, session_index
 from .texts import TextLinks
 from .words import words_waiting

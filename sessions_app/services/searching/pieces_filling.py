@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db import connection
 
-from ...models_search import SearchChunkWaiting, SearchText
+from ...models.search import SearchChunkWaiting, SearchText
 from .filling import Filler
 from .texts import PIECES_CUT
 

@@ -13,7 +13,7 @@ from django.db import connection
 
 from ...formats import TITLE
 from ...models import Record, SearchChunk, SearchText, Session
-from ...models_search import CHUNK_OVERLAP, CHUNK_STEP, SearchChunkWaiting
+from ...models.search import CHUNK_OVERLAP, CHUNK_STEP, SearchChunkWaiting
 from .words import behind
 
 # Texts stored per INSERT statement: 4 parameters each, under SQLite's limit of 32,766.

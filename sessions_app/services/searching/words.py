@@ -35,7 +35,7 @@ from django.conf import settings
 from django.db import connection
 
 from ...data_folder import SQLITE_SUFFIXES, private_file, sqlite_file
-from ...models_search import SearchChunkWaiting
+from ...models.search import SearchChunkWaiting
 
 # Texts (and deleted texts) per round: one transaction of the words file.
 ROUND_ROWS = 5_000

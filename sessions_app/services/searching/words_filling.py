@@ -12,15 +12,7 @@ from django.db import connection, transaction
 from ...data_folder import SQLITE_SUFFIXES, private_file
 from .filling import Filler
 from .pieces_filling import PiecesFiller, pieces_round
-from .words import (
-    PAGE_SIZE,
-    TEXTS,
-    WORDS_SCHEMA,
-    behind,
-    sqlite_uri,
-    words_path,
-    words_round,
-)
+from .words import PAGE_SIZE, TEXTS, WORDS_SCHEMA, behind, sqlite_uri, words_path, words_round
 
 # Texts the thread waits for (a quarter of a second at most) before a round no one waits
 # for: each round's commit writes an index segment, and tiny ones cost more to merge.

@@ -27,7 +27,7 @@ from ...formats.common import load
 from ...formats.usage import MessageUsage
 from ...models import Record, Session, Usage
 from ..archive import session_open
-from ..import_status import CatchUp
+from ..progress import CatchUp
 from ..roots import UnsafePath
 
 SLICE_LINES = 20_000

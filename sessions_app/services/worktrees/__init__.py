@@ -8,7 +8,7 @@ that worktree). Nothing outside the new worktree and those two files is ever wri
 Modules, one rule each: `errors`, `creating` (plan, then make), `restoring` (the
 files as they were at the fork's turn, from Claude Code's backups), `removing`
 (the guards of a removal). Worktree names and folders are `formats.worktrees`; reading
-git is `services.git`; the project page's panel is `selectors.worktrees`.
+git is `services.git`; the project page's panel is read by the selectors.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...formats import agent_for
-from ...formats.file_history import State
+from ...formats.claude.file_history import State
 from ...formats.worktrees import (
     MARKER,
     InvalidSlug,

@@ -20,13 +20,7 @@ from pathlib import Path
 
 from django.template.defaultfilters import pluralize
 
-from ...formats.worktrees import (
-    MARKER,
-    is_agent_slug,
-    is_stale,
-    worktree_folders,
-    worktree_of,
-)
+from ...formats.worktrees import MARKER, is_agent_slug, is_stale, worktree_folders, worktree_of
 from ...models import Session
 from .. import git
 from ..branching.guards import own_write

@@ -23,7 +23,7 @@ from typing import BinaryIO
 import orjson
 
 from ...formats import agent_for
-from ...formats.file_history import RECORD_TYPES, Backup, Checkpoints, State
+from ...formats.claude.file_history import RECORD_TYPES, Backup, Checkpoints, State
 from ...formats.worktrees import MARKER
 from ...models import Session
 from ..branching.copying import read_records

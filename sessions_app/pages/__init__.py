@@ -1,0 +1,3 @@
+"""The HTML pages, one module per capability: the lists, a session, its transcript, search,
+usage, compare, runs, images, the importer's progress, exports and the error pages; the
+write actions behind them (`actions`). Thin: an access helper, a selector or a service, render."""
