@@ -17,6 +17,7 @@ from sessions_app.formats import (
     AGENTS,
     CLAUDE,
     CODEX,
+    GEMINI,
     LAST_RECORD,
     NEWEST_LEAF,
     QWEN,
@@ -91,6 +92,11 @@ INTERFACE = (
     "home_variable",
     "home",
     "root_folders",
+    "projects_root",
+    "head_session_id",
+    "file_prefix",
+    "project_path",
+    "results_in_reply",
 )
 
 EVERY_AGENT = [*REGISTRY.values(), fake_agent.AGENT]
@@ -146,8 +152,13 @@ def test_every_agent_reads_back_the_records_it_writes(agent: Agent) -> None:
 
 
 def test_the_registry_and_the_old_constants_agree() -> None:
-    assert AGENTS == (CLAUDE, QWEN, CODEX) == tuple(REGISTRY)
-    assert AGENT_LABELS == {CLAUDE: "Claude Code", QWEN: "Qwen Code", CODEX: "Codex CLI"}
+    assert AGENTS == (CLAUDE, QWEN, CODEX, GEMINI) == tuple(REGISTRY)
+    assert AGENT_LABELS == {
+        CLAUDE: "Claude Code",
+        QWEN: "Qwen Code",
+        CODEX: "Codex CLI",
+        GEMINI: "Gemini CLI",
+    }
     assert all(agent_for(name).name == name for name in AGENTS)
     claude, qwen = agent_for(CLAUDE), agent_for(QWEN)
     assert (claude.cli, claude.leaf_rule, claude.rewinds_by_appending) == (
@@ -166,8 +177,11 @@ def test_the_registry_and_the_old_constants_agree() -> None:
     # Codex is forked and rewound as self-contained prefixes of its rollout (prefixing.py).
     assert codex.prefix_fork is not None and codex.can_rewind is True
     # The layout tells agents apart: one keeps sessions in the project folder itself; an
-    # agent with dated folders (Codex) is told apart by its root instead.
-    subfolders = [a.sessions_subfolder for a in REGISTRY.values() if not a.sessions_root]
+    # agent with dated folders (Codex) is told apart by its root instead, one whose files
+    # have a name of their own (Gemini's `session-*`) by that name.
+    subfolders = [
+        a.sessions_subfolder for a in REGISTRY.values() if not a.sessions_root and not a.file_prefix
+    ]
     assert subfolders.count("") == 1 and len(set(subfolders)) == len(subfolders)
 
 
@@ -182,11 +196,11 @@ def test_an_agent_that_cannot_work_is_refused_when_made() -> None:
 
 def test_an_unknown_agent_is_a_clear_error() -> None:
     with pytest.raises(
-        ValueError, match="unknown agent 'gemini'; known agents: claude, qwen, codex"
+        ValueError, match="unknown agent 'nope'; known agents: claude, qwen, codex, gemini"
     ):
-        agent_for("gemini")
+        agent_for("nope")
     with pytest.raises(ValueError, match="unknown agent"):
-        parse_line("gemini", b"{}")
+        parse_line("nope", b"{}")
 
 
 def test_layouts_say_where_session_files_live() -> None:
@@ -375,8 +389,9 @@ def test_each_agent_names_its_default_roots() -> None:
         home / ".qwen/tmp",
         home / ".codex/sessions",
         home / ".codex/archived_sessions",
+        home / ".gemini/tmp",
     ]
     # CODEX_HOME moves all that Codex keeps; the other agents stay where they were.
     moved = roots({"CODEX_HOME": "/srv/codex"})
-    assert moved[-2:] == [Path("/srv/codex/sessions"), Path("/srv/codex/archived_sessions")]
+    assert moved[-3:-1] == [Path("/srv/codex/sessions"), Path("/srv/codex/archived_sessions")]
     assert moved[:3] == roots({})[:3]

@@ -53,6 +53,9 @@ from .kinds import (
     EARLIEST as EARLIEST,
 )
 from .kinds import (
+    GEMINI as GEMINI,
+)
+from .kinds import (
     INVALID as INVALID,
 )
 from .kinds import (
@@ -194,7 +197,7 @@ def _unknown(name: str) -> str:
 
 
 # The agent modules import the names above, so they are bound last.
-from . import claude, codex, qwen  # noqa: E402
+from . import claude, codex, gemini, qwen  # noqa: E402
 from .agent import LAST_RECORD as LAST_RECORD  # noqa: E402
 from .agent import NEWEST_LEAF as NEWEST_LEAF  # noqa: E402
 from .agent import Agent as Agent  # noqa: E402
@@ -202,6 +205,8 @@ from .agent import AssistantPart as AssistantPart  # noqa: E402
 from .agent import ToolOutcome as ToolOutcome  # noqa: E402
 
 # One entry per agent; a new agent is one module and one line here.
-REGISTRY: dict[str, Agent] = {a.name: a for a in (claude.AGENT, qwen.AGENT, codex.AGENT)}
+REGISTRY: dict[str, Agent] = {
+    a.name: a for a in (claude.AGENT, qwen.AGENT, codex.AGENT, gemini.AGENT)
+}
 AGENTS = tuple(REGISTRY)
 AGENT_LABELS = {a.name: a.label for a in REGISTRY.values()}

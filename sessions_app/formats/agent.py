@@ -54,6 +54,12 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   `prefix_fork` (for a CLI whose fork is the first lines of its source's file under a new
   first line and no title line, Codex: a `PrefixFork`; None: forks are the kept records
   restamped) and `can_rewind` (whether rewind and undo are offered; with `can_branch`).
+  For a CLI whose file names hold only part of the session id (Gemini CLI):
+  `head_session_id(path)` (the id its first line names, None: no session file) and
+  `file_prefix` (the names of its session files, which tells its `chats/` folders from
+  another agent's); `projects_root` (the home folder's root of project folders, when not
+  `projects`), `project_path(project folder)` (the real path the CLI recorded for a
+  project, "" when none) and `results_in_reply` (a reply record holds its tool results).
 
 `tests/fake_agent.py` is such a module, and `tests/test_agents.py` imports, shows,
 forks and rewinds its sessions with no other change.
@@ -109,6 +115,11 @@ def no_subagent_step(data: dict, call_id: str) -> dict | None:
 
 def no_subagent_prompt(call_input: dict) -> str:
     """For an agent whose tool calls start no subagent."""
+    return ""
+
+
+def no_project_path(project_folder: Path) -> str:
+    """For an agent whose records name their working folder."""
     return ""
 
 
@@ -221,6 +232,17 @@ class Agent:
     # (what it is, what it says) of context the CLI wrote for the model in a user's or
     # developer's name (Codex's `<model_switch>`...): folded under those words; None: a note.
     context_of: Callable[[dict], tuple[str, str] | None] = no_context
+    # The home folder's root of project folders (Gemini CLI's `tmp`).
+    projects_root: str = "projects"
+    # For a CLI whose file names hold only part of the id (Gemini CLI's
+    # `session-<minute>-<id[:8]>.jsonl`): the session id a file's first line names (None:
+    # not a session file), and the prefix of its session files' names.
+    head_session_id: Callable[[Path], str | None] | None = None
+    file_prefix: str = ""
+    # The real path of a project folder's project as the CLI recorded it ("" when none).
+    project_path: Callable[[Path], str] = no_project_path
+    # Whether a reply record holds its tool calls' results (Gemini CLI's `toolCalls`).
+    results_in_reply: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:
@@ -248,7 +270,7 @@ class Agent:
         """The folders of the home folder that are session roots by default."""
         if self.sessions_root:
             return tuple(f for f in (self.sessions_root, self.archive_root) if f)
-        return ("projects", *self.legacy_roots)
+        return (self.projects_root, *self.legacy_roots)
 
     @property
     def rewinds_by_appending(self) -> bool:
@@ -275,16 +297,23 @@ class Agent:
 
     def session_id_of(self, path: Path) -> str | None:
         """The session id a file's name holds: `<id>.jsonl`, or for a dated layout
-        `rollout-<time>-<id>.jsonl`; None when the name holds none."""
+        `rollout-<time>-<id>.jsonl`, or where the name holds part of it (Gemini CLI) the
+        one the file's first line names; None when there is none."""
         if path.suffix != ".jsonl":
             return None
         stem = path.stem
+        if self.head_session_id is not None:
+            return self.head_session_id(path)
         if self.sessions_root:
             stem = stem[-36:] if stem.startswith("rollout-") else ""
         return stem.lower() if is_session_id(stem) else None
 
     def is_session_path(self, path: Path) -> bool:
         """Whether `path`, relative to a session root, is `<project>/[<sub>/]<id>.jsonl`."""
+        if self.file_prefix:
+            folder = self.project_folder_of(path)
+            named = path.name.startswith(self.file_prefix) and path.suffix == ".jsonl"
+            return named and folder is not None and len(folder.parts) == 1
         if path.suffix != ".jsonl" or not is_session_id(path.stem):
             return False
         folder = self.project_folder_of(path)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 CLAUDE = "claude"
 QWEN = "qwen"
 CODEX = "codex"
+GEMINI = "gemini"
 
 # Record kinds, normalised across agents.
 PROMPT = "prompt"  # a human-typed message, by its shape

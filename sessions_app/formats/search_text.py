@@ -126,7 +126,14 @@ def search_text(
         text = shown_text(agent.record_text(data) or _string(data.get("content")))
         return (NOTE_PART, _cut(text)) if text.strip() else None
     if kind == ASSISTANT:
-        return _reply(agent.assistant_parts(data))
+        reply = _reply(agent.assistant_parts(data))
+        if agent.results_in_reply:  # Gemini CLI: the calls' outputs are found with the reply
+            outputs = "\n".join(o.text for o in agent.tool_results(data) if o.text)
+            if outputs.strip():
+                return (
+                    (reply[0], _cut(f"{reply[1]}\n{outputs}")) if reply else (OUTPUT, _cut(outputs))
+                )
+        return reply
     if kind == TOOL_RESULT:
         text = "\n".join(outcome.text for outcome in agent.tool_results(data) if outcome.text)
         return (OUTPUT, _cut(text)) if text.strip() else None

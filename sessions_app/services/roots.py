@@ -25,8 +25,9 @@ class UnsafePath(Exception):
 def resolve_root(root: Path) -> Path:
     """Accept `~/.claude` as well as `~/.claude/projects` (any agent's home folder)."""
     root = root.expanduser()
-    if (root / "projects").is_dir() and root.name in {a.home_folder for a in agents()}:
-        return root / "projects"
+    for agent in agents():
+        if root.name == agent.home_folder and (root / agent.projects_root).is_dir():
+            return root / agent.projects_root
     return root
 
 

@@ -46,7 +46,10 @@ def pieces(rec: RawRecord, agent: Agent, show_all: bool) -> list[tuple[str, Any]
     if starts_turn(rec):
         return [("prompt", rec)]
     if rec.kind == ASSISTANT:
-        return [("part", part) for part in agent.assistant_parts(data)]
+        found: list[tuple[str, Any]] = [("part", part) for part in agent.assistant_parts(data)]
+        if agent.results_in_reply:  # Gemini CLI: each call holds its result
+            found.extend(("result", outcome) for outcome in agent.tool_results(data))
+        return found
     if rec.kind == TOOL_RESULT:
         return [("result", outcome) for outcome in agent.tool_results(data)]
     if rec.kind == COMPACT_BOUNDARY:

@@ -137,15 +137,29 @@ def _project_agent(folder: Path, problems: list[str]) -> Agent | None:
     None when the agent's sessions folder is a link: that project's sessions live
     elsewhere, and nothing of it is read.
     """
-    for agent in agents():
+    # An agent whose files have a name of their own (Gemini CLI's `session-*`) claims a
+    # sessions folder holding such a file before an agent sharing its folder's name.
+    for agent in sorted(agents(), key=lambda a: not a.file_prefix):
         if not agent.sessions_subfolder:
             continue
         sessions = agent.sessions_folder(folder)
-        if _real_folder(sessions, problems):
-            return agent
         if os.path.islink(sessions):
+            problems.append(_link_skipped(sessions))
             return None
+        if not os.path.isdir(sessions):
+            continue
+        if agent.file_prefix and not _holds_prefixed(sessions, agent.file_prefix):
+            continue
+        return agent
     return flat_layout_agent()
+
+
+def _holds_prefixed(folder: Path, prefix: str) -> bool:
+    """Whether `folder` holds a `<prefix>*.jsonl` file."""
+    try:
+        return any(n.startswith(prefix) and n.endswith(".jsonl") for n in os.listdir(folder))
+    except OSError:
+        return False
 
 
 def _project_files(
@@ -186,6 +200,10 @@ def _session_file(root: Path, folder: Path, agent: Agent, path: Path) -> Session
     if agent.subagent_files and AGENT_FILE_RE.match(path.name):
         # The older layout: subagent transcripts beside the session files.
         return SessionFile(path, agent.name, root, folder, None)
+    if agent.head_session_id is not None:
+        # The name holds part of the id (Gemini CLI): the first line names it.
+        session_id = agent.head_session_id(path)
+        return SessionFile(path, agent.name, root, folder, session_id) if session_id else None
     if is_session_id(path.stem):
         return SessionFile(path, agent.name, root, folder, path.stem.lower())
     return None

@@ -213,7 +213,11 @@ def _write(
     if session.started_at is None:
         # No record has said its time (as a fresh import would find): the file's mtime.
         session.updated_at = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
-    session.cwd = session.cwd or reader.cwd
+    session.cwd = (
+        session.cwd
+        or reader.cwd
+        or agent_for(source.agent).project_path(source.project_folder)[:4096]
+    )
     session.git_branch = (reader.git_branch or session.git_branch)[:255]
     made = None
     unlinked: tuple[str, int | None, datetime | None] | None = None

@@ -1,0 +1,80 @@
+"""Gemini CLI's history is its lines replayed by message id: a synthetic chain, pure.
+
+Gemini CLI writes no parent links. Its replay (`loadConversationRecord`, 0.61) keeps a
+map of messages by id: a repeated id replaces the earlier version, `$rewindTo: id` drops
+that message and every later one. Here each line gets a uuid and, as its parent, the
+line before it, except:
+- a message whose id was seen: a sibling of the earlier version (the same parent), so the
+  earlier one and what followed it become an abandoned branch (the CLI re-records only the
+  last message, so this is its replay);
+- `$rewindTo`: hangs off the parent of the message it names (off nothing when the id is
+  unknown: the CLI then clears the whole history).
+A message's first version has its id as uuid (a copy of it is the same message); other
+lines `<session id>:<line>`, a repeated version `<id>@<line>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from ..kinds import REWIND, ParsedRecord
+
+MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
+Earlier = Callable[[], Iterable[tuple[str | None, str | None, str]]]
+UUID_LIMIT = 64  # Record.uuid
+
+
+def _usable(message_id: str | None, suffix: str = "") -> bool:
+    if not message_id or ":" in message_id or "@" in message_id:
+        return False
+    return len(message_id) + len(suffix) <= UUID_LIMIT
+
+
+class MessageChain:
+    """Links the records of one read, from line `first_line` on, into the chain."""
+
+    def __init__(self, first_line: int, earlier: Earlier, session_id: str = "") -> None:
+        self.session_id = session_id or "gemini"
+        self.line = first_line
+        self.previous: str | None = None  # on an append: the last stored line's, when loaded
+        self.earlier = earlier
+        self.parents: dict[str, str | None] = {}
+        self.ids: dict[str, str] = {}  # message id -> uuid of its first version
+        self.loaded = first_line == 0
+
+    def _load(self) -> None:
+        """The lines before this read (an append): their parents and message ids."""
+        self.loaded = True
+        for uuid, parent, _kind in self.earlier():
+            if not uuid:
+                continue
+            self.parents.setdefault(uuid, parent or None)
+            if ":" not in uuid and "@" not in uuid:
+                self.ids.setdefault(uuid, uuid)
+            self.previous = uuid  # in line order: the last one is the line before this read
+
+    def link(self, record: ParsedRecord) -> ParsedRecord:
+        """`record`, read from the next line, with its uuid and parent set."""
+        if not self.loaded:
+            self._load()
+        line = self.line
+        self.line += 1
+        uuid = f"{self.session_id}:{line}"
+        parent = self.previous
+        message_id = record.message_id
+        if record.kind == REWIND:
+            first = self.ids.get(message_id or "")
+            parent = self.parents.get(first) if first else None
+        elif message_id and record.raw_type in MESSAGE_TYPES:
+            first = self.ids.get(message_id)
+            if first is not None:
+                parent = self.parents.get(first)
+                suffix = f"@{line}"
+                uuid = f"{message_id}{suffix}" if _usable(message_id, suffix) else uuid
+            elif _usable(message_id):
+                uuid = message_id
+                self.ids[message_id] = uuid
+        record.uuid, record.parent_uuid = uuid, parent
+        self.parents[uuid] = parent
+        self.previous = uuid
+        return record
