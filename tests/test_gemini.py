@@ -11,6 +11,7 @@ import pytest
 from sessions_app.formats import PROMPT, REWIND, TOOL_RESULT, USER_OTHER, agent_for, parse_line
 from sessions_app.models import Record, Session, Usage
 from sessions_app.selectors.usage.sessions import session_usage
+from sessions_app.services.branching import BranchingUnsupported, session_fork, session_rewind
 from sessions_app.services.discovery import discover
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.searching import search_refresh
@@ -166,9 +167,20 @@ def test_an_appended_line_continues_the_chain(tmp_path: Path) -> None:
     assert again.uuid == "d0000001-0000-4000-8000-000000000004@5" and again.active
 
 
-def test_gemini_offers_no_branch_fork_or_rewind_yet() -> None:
+def test_gemini_offers_no_branch_fork_or_rewind_yet(tmp_path: Path) -> None:
     gemini = agent_for("gemini")
     assert gemini.can_branch is False and gemini.can_rewind is False
+    home = _import(tmp_path)
+    session = Session.objects.get(session_id=DEMO)
+    before = sorted(p.name for p in (home / "tmp/demo-app/chats").iterdir())
+
+    with pytest.raises(BranchingUnsupported):
+        session_fork(session=session, turn=1)
+    with pytest.raises(BranchingUnsupported):
+        session_rewind(session=session, turn=2)
+
+    assert sorted(p.name for p in (home / "tmp/demo-app/chats").iterdir()) == before
+    assert Session.objects.filter(agent="gemini").count() == len(TURNS)
 
 
 # --- Shown: thoughts, tool calls with their results, notes; found by search.
@@ -260,3 +272,19 @@ def test_a_copied_reply_counts_once(tmp_path: Path) -> None:
 
     rows = Usage.objects.filter(key="d0000001-0000-4000-8000-000000000002")
     assert rows.count() == 2 and rows.filter(copy=True).count() == 1
+
+
+def test_the_stub_a_resume_leaves_is_reported_once_and_the_session_kept(tmp_path: Path) -> None:
+    home = _import(tmp_path)
+    chats = home / "tmp/demo-app/chats"
+    source = chats / "session-2026-11-20T10-00-1a2b3c4d.jsonl"
+    stub = chats / "session-2026-11-28T17-30-1a2b3c4d.jsonl"
+    stub.write_bytes(source.read_bytes().splitlines(keepends=True)[0])
+
+    first = sessions_import(roots=[home / "tmp"])
+    second = sessions_import(roots=[home / "tmp"])
+
+    assert first.left_out == [f"{stub}: session id already imported from {source}; skipped"]
+    assert not second.left_out and not first.errors and not second.errors
+    session = Session.objects.get(session_id=DEMO)
+    assert session.path == str(source) and session.turn_count == 3
