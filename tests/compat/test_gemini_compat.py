@@ -1,0 +1,91 @@
+"""Gemini CLI sessions the real `gemini` 0.61.0 writes, read here as the CLI resumes them.
+
+The CLI runs against `FakeGemini` on loopback in a throwaway HOME: a session of two
+prompts (the second after `--resume latest`), imported from `~/.gemini/tmp`; then a
+third run resumes it by id, and what it sends is compared with the turns numbered here.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sessions_app.formats import PROMPT
+from sessions_app.models import Record, Session, Usage
+from sessions_app.services.importing import sessions_import
+from sessions_app.services.usage import usage_refresh
+from tests.compat.clis import CliHome
+from tests.compat.fake_gemini import FakeGemini
+from tests.compat.gemini_cli import ensure_gemini, run_gemini
+
+pytestmark = [pytest.mark.compat, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(scope="session")
+def gemini_cli() -> Path:
+    """The gemini command (@google/gemini-cli 0.61.0), installed with npm into the CLI cache."""
+    if shutil.which("npm") is None:
+        pytest.skip("compat: npm is not on PATH, so the gemini CLI cannot be installed")
+    return ensure_gemini()
+
+
+@pytest.fixture
+def fake_gemini() -> Iterator[FakeGemini]:
+    with FakeGemini() as fake:
+        yield fake
+
+
+def _sent_prompts(fake: FakeGemini, i: int) -> list[str]:
+    """The prompts the `i`th conversation request carried, the CLI's context preamble cut off."""
+    found = []
+    for text in fake.prompts(i):
+        if "</session_context>" in text:
+            text = text.split("</session_context>", 1)[1]
+        if text.strip():
+            found.append(text)
+    return found
+
+
+def test_a_real_gemini_session_is_found_and_turned_as_the_cli_resumes_it(
+    gemini_cli: Path, fake_gemini: FakeGemini, cli_home: CliHome
+) -> None:
+    home, cwd = cli_home.home, cli_home.cwd
+    run_gemini(gemini_cli, home, cwd, fake_gemini, ["-p", "alpha one"])
+    run_gemini(gemini_cli, home, cwd, fake_gemini, ["-p", "bravo two", "--resume", "latest"])
+
+    report = sessions_import(roots=[home / ".gemini" / "tmp"])
+
+    session = Session.objects.get(agent="gemini")
+    # The resume starts a file named for its minute (its first line and the context
+    # preamble alone, the same id): in another minute a stub, reported once, the session
+    # kept from the file the CLI goes on in; in the same minute those lines join that file.
+    files = sorted((home / ".gemini/tmp").glob("*/chats/session-*.jsonl"))
+    assert {f.name[-14:-6] for f in files} == {str(session.session_id)[:8]} and len(files) <= 2
+    assert session.path == str(files[0])
+    assert not report.errors
+    assert report.left_out == [
+        f"{stub}: session id already imported from {files[0]}; skipped" for stub in files[1:]
+    ]
+    assert session.turn_count == 2 and session.project.path == str(cwd)
+    prompts = Record.objects.filter(session=session, kind=PROMPT, active=True).order_by("line")
+    assert [(r.text, r.turn) for r in prompts] == [("alpha one", 1), ("bravo two", 2)]
+    usage_refresh()
+    assert Usage.objects.filter(session=session).count() == 2
+
+    fake_gemini.requests.clear()
+    run_gemini(
+        gemini_cli,
+        home,
+        cwd,
+        fake_gemini,
+        ["-p", "charlie three", "--resume", str(session.session_id)],
+    )
+
+    # The resume sent exactly the turns numbered here, then the new prompt.
+    assert _sent_prompts(fake_gemini, 0) == ["alpha one", "bravo two", "charlie three"]
+    sessions_import(roots=[home / ".gemini" / "tmp"])
+    session.refresh_from_db()
+    assert session.turn_count == 3
