@@ -119,9 +119,11 @@ def test_every_agent_provides_the_whole_interface(agent: Agent) -> None:
     assert isinstance(agent.can_rewind, bool)
     if agent.prefix_fork is not None:
         writer = agent.prefix_fork
-        data = {"turn_opening", "meta_type"}
-        assert all(callable(getattr(writer, f)) for f in writer._fields if f not in data)
+        functions = ("refusal", "meta_line", "new_id", "folder", "file_name")
+        assert all(callable(getattr(writer, f)) for f in functions)
         assert isinstance(writer.turn_opening, frozenset) and isinstance(writer.meta_type, str)
+        assert isinstance(writer.beside_source, bool)
+        assert all(f is None or callable(f) for f in (writer.keeps, writer.restamp))
     assert agent.usage_reader is None or callable(agent.usage_reader)
     # The interface is the dataclass's fields: nothing an agent may leave out.
     fields = {f.name for f in dataclasses.fields(Agent)}

@@ -6,6 +6,7 @@ import shutil
 from decimal import Decimal
 from pathlib import Path
 
+import orjson
 import pytest
 
 from sessions_app.formats import PROMPT, REWIND, TOOL_RESULT, USER_OTHER, agent_for, parse_line
@@ -21,6 +22,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 HOME = Path(__file__).parent / "fixtures" / "gemini"
 DEMO = "1a2b3c4d-5e6f-4a1b-8c2d-3e4f5a6b7c8d"
+SOURCE_NAME = "session-2026-11-20T10-00-1a2b3c4d.jsonl"
 OLD = "9f8e7d6c-1b2a-4c3d-9e8f-0a1b2c3d4e5f"
 OTHER = "5e6f7a8b-2c3d-4e5f-8a9b-1c2d3e4f5a6b"
 # Counted by hand, by the CLI's rule (tests/fixtures/gemini):
@@ -167,20 +169,59 @@ def test_an_appended_line_continues_the_chain(tmp_path: Path) -> None:
     assert again.uuid == "d0000001-0000-4000-8000-000000000004@5" and again.active
 
 
-def test_gemini_offers_no_branch_fork_or_rewind_yet(tmp_path: Path) -> None:
+def test_a_fork_is_the_source_lines_before_the_next_prompt_under_a_new_first_line(
+    tmp_path: Path,
+) -> None:
+    home = _import(tmp_path)
+    source = Session.objects.get(session_id=DEMO)
+    chats = home / "tmp/demo-app/chats"
+    before = {p.name: p.read_bytes() for p in chats.iterdir()}
+
+    fork = session_fork(session=source, turn=2)
+
+    path = Path(fork.path)
+    new_id = str(fork.session_id)
+    assert path.parent == chats and path.name.endswith(f"-{new_id[:8]}.jsonl")
+    assert {p.name: p.read_bytes() for p in chats.iterdir() if p != path} == before
+    lines = path.read_bytes().splitlines()
+    first = orjson.loads(lines[0])
+    assert first["sessionId"] == new_id and first["kind"] == "main"
+    assert first["projectHash"] == orjson.loads(before[SOURCE_NAME].splitlines()[0])["projectHash"]
+    # Lines 1..15 of the source (through turn 2's reply), byte for byte; "make it shorter"
+    # (line 16) and what follows are left out.
+    assert lines[1:] == before[SOURCE_NAME].splitlines()[1:16]
+    assert fork.turn_count == 2 and fork.project_id == source.project_id
+    prompts = Record.objects.filter(session=fork, kind=PROMPT, active=True).order_by("line")
+    assert [r.text for r in prompts] == ["list the files", "explain setup.py"]
+
+
+def test_a_fork_leaves_out_the_lines_naming_the_source(tmp_path: Path) -> None:
+    home = _import(tmp_path)
+    source = Session.objects.get(session_id=DEMO)
+
+    branch = session_fork(session=source)  # the whole session
+
+    lines = Path(branch.path).read_bytes().splitlines()
+    assert branch.turn_count == 3
+    assert not any(b'"summary"' in raw or DEMO.encode() in raw for raw in lines)
+    assert len(lines) == len(before_lines(home)) - 1  # the summary's `$set` line
+
+
+def before_lines(home: Path) -> list[bytes]:
+    return (home / "tmp/demo-app/chats" / SOURCE_NAME).read_bytes().splitlines()
+
+
+def test_gemini_sessions_are_not_rewound_yet(tmp_path: Path) -> None:
     gemini = agent_for("gemini")
-    assert gemini.can_branch is False and gemini.can_rewind is False
+    assert gemini.can_branch is True and gemini.can_rewind is False and gemini.run_args is None
     home = _import(tmp_path)
     session = Session.objects.get(session_id=DEMO)
-    before = sorted(p.name for p in (home / "tmp/demo-app/chats").iterdir())
+    before = before_lines(home)
 
-    with pytest.raises(BranchingUnsupported):
-        session_fork(session=session, turn=1)
     with pytest.raises(BranchingUnsupported):
         session_rewind(session=session, turn=2)
 
-    assert sorted(p.name for p in (home / "tmp/demo-app/chats").iterdir()) == before
-    assert Session.objects.filter(agent="gemini").count() == len(TURNS)
+    assert before_lines(home) == before
 
 
 # --- Shown: thoughts, tool calls with their results, notes; found by search.

@@ -143,6 +143,11 @@ class PrefixFork(NamedTuple):
     # lines) are copied through `restamp(line, *, new_id)`: the file's own id, nothing else.
     meta_type: str = ""
     restamp: Callable[..., bytes] | None = None
+    # Whether the fork goes beside its source (Gemini CLI's project `chats/` folder)
+    # instead of `folder(now)`; and which of the source's lines it keeps (None: every one;
+    # Gemini CLI: not the `$set` lines naming the source's id or title).
+    beside_source: bool = False
+    keeps: Callable[[bytes], bool] | None = None
 
 
 class ToolOutcome(NamedTuple):

@@ -15,6 +15,7 @@ import pytest
 
 from sessions_app.formats import PROMPT
 from sessions_app.models import Record, Session, Usage
+from sessions_app.services.branching import session_fork
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.usage import usage_refresh
 from tests.compat.clis import CliHome
@@ -89,3 +90,46 @@ def test_a_real_gemini_session_is_found_and_turned_as_the_cli_resumes_it(
     sessions_import(roots=[home / ".gemini" / "tmp"])
     session.refresh_from_db()
     assert session.turn_count == 3
+
+
+@pytest.mark.parametrize(
+    ("turn", "include_turn", "kept"),
+    [
+        (1, True, ["alpha one"]),  # fork at turn 1
+        (2, False, ["alpha one"]),  # edit & fork: before turn 2
+        (None, True, ["alpha one", "bravo two"]),  # branch: the whole session
+    ],
+)
+def test_a_fork_resumes_in_the_real_cli_with_exactly_its_turns(
+    gemini_cli: Path,
+    fake_gemini: FakeGemini,
+    cli_home: CliHome,
+    turn: int | None,
+    include_turn: bool,
+    kept: list[str],
+) -> None:
+    home, cwd = cli_home.home, cli_home.cwd
+    run_gemini(gemini_cli, home, cwd, fake_gemini, ["-p", "alpha one"])
+    run_gemini(gemini_cli, home, cwd, fake_gemini, ["-p", "bravo two", "--resume", "latest"])
+    sessions_import(roots=[home / ".gemini" / "tmp"])
+    source = Session.objects.get(agent="gemini")
+    source_bytes = Path(source.path).read_bytes()
+
+    fork = session_fork(session=source, turn=turn, include_turn=include_turn)
+
+    fake_gemini.requests.clear()
+    run_gemini(
+        gemini_cli, home, cwd, fake_gemini, ["-p", "delta four", "--resume", str(fork.session_id)]
+    )
+    assert _sent_prompts(fake_gemini, 0) == [*kept, "delta four"]
+    # The CLI went on in the fork's file, under the fork's id; the source is untouched.
+    assert Path(source.path).read_bytes() == source_bytes
+    sessions_import(roots=[home / ".gemini" / "tmp"])
+    fork.refresh_from_db()
+    assert fork.turn_count == len(kept) + 1
+    # The source still resumes with its own turns.
+    fake_gemini.requests.clear()
+    run_gemini(
+        gemini_cli, home, cwd, fake_gemini, ["-p", "echo five", "--resume", str(source.session_id)]
+    )
+    assert _sent_prompts(fake_gemini, 0) == ["alpha one", "bravo two", "echo five"]

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from ..agent import LAST_RECORD, Agent, AssistantPart, ToolOutcome
+from ..agent import LAST_RECORD, Agent, AssistantPart, PrefixFork, ToolOutcome
 from ..common import MODEL_LIMIT, base_record, bounded, clip, load
 from ..kinds import (
     ASSISTANT,
@@ -36,6 +36,14 @@ from ..kinds import (
 from .order import MESSAGE_TYPES, MessageChain
 from .project import head_session_id, project_path
 from .usage import gemini_usage
+from .writing import (
+    fork_meta_line,
+    fork_refusal,
+    keeps,
+    new_session_id,
+    no_folder,
+    session_name,
+)
 
 IGNORED_PREFIXES = ("/", "?", "<session_context>", "<hook_context>")
 NOTE_TYPES = frozenset({"info", "error", "warning"})
@@ -282,8 +290,19 @@ AGENT: Agent = Agent(
     file_prefix="session-",
     project_path=project_path,
     results_in_reply=True,
-    # Not offered until the real `gemini` 0.61.0 is shown to resume the result with
-    # exactly the intended prompts (issue 45).
-    can_branch=False,
+    prefix_fork=PrefixFork(
+        turn_opening=frozenset(),
+        refusal=fork_refusal,
+        meta_line=fork_meta_line,
+        new_id=new_session_id,
+        folder=no_folder,
+        file_name=session_name,
+        beside_source=True,
+        keeps=keeps,
+    ),
+    # Branch and fork: `gemini --resume <new id>` sends exactly the kept turns
+    # (tests/compat/test_gemini_compat.py). Rewind and runs from the page are not offered
+    # until the real CLI is shown to resume them as intended.
+    can_branch=True,
     can_rewind=False,
 )

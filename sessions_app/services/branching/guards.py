@@ -70,8 +70,10 @@ def check_paths(session: Session) -> None:
             check_inside(path, session.project.folder)
     except UnsafePath as exc:
         raise OutsideRoots(f"{exc}; refusing to read or write near it") from None
+    # A name that holds part of the id (Gemini CLI): the file's first line names it.
+    named_inside = agent.sessions_root or agent.head_session_id is not None
     if agent.session_id_of(path) != str(session.session_id).lower() or (
-        not agent.sessions_root and path.name != f"{session.session_id}.jsonl"
+        not named_inside and path.name != f"{session.session_id}.jsonl"
     ):
         raise OutsideRoots(f"{path} is not named after its session; refusing to write near it")
 

@@ -96,7 +96,7 @@ def fork_prefix(
     now = datetime.now(UTC)
     new_id = writer.new_id(now)
     root = Path(session.project.root)
-    folder = root / writer.folder(now)
+    folder = Path(session.path).parent if writer.beside_source else root / writer.folder(now)
     try:
         check_inside(folder, root)
         folder.mkdir(parents=True, exist_ok=True)
@@ -109,7 +109,10 @@ def fork_prefix(
             temp.out.write(
                 writer.meta_line(first, source_id=source_id, new_id=new_id, kept_lines=end, now=now)
             )
+            keeps = writer.keeps
             for line, raw in enumerate(read_records(session, rows[1:]), start=1):
+                if keeps is not None and not keeps(raw):
+                    continue
                 if line in restamped and writer.restamp is not None:
                     raw = writer.restamp(raw, new_id=new_id)
                 temp.out.write(raw if raw.endswith(b"\n") else raw + b"\n")
