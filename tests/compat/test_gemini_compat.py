@@ -133,3 +133,34 @@ def test_a_fork_resumes_in_the_real_cli_with_exactly_its_turns(
         gemini_cli, home, cwd, fake_gemini, ["-p", "echo five", "--resume", str(source.session_id)]
     )
     assert _sent_prompts(fake_gemini, 0) == ["alpha one", "bravo two", "echo five"]
+
+
+FIXTURE = Path(__file__).parent.parent / "fixtures/gemini/tmp/demo-app/chats"
+DEMO = "1a2b3c4d-5e6f-4a1b-8c2d-3e4f5a6b7c8d"
+DEMO_TURNS = ["list the files", "explain setup.py", "make it longer"]
+
+
+@pytest.mark.parametrize(("turn", "kept"), [(None, DEMO_TURNS), (2, DEMO_TURNS[:2])])
+def test_the_cli_replays_a_rewind_and_a_rerecorded_reply_as_the_turns_numbered_here(
+    gemini_cli: Path,
+    fake_gemini: FakeGemini,
+    cli_home: CliHome,
+    turn: int | None,
+    kept: list[str],
+) -> None:
+    """tests/fixtures/gemini's session (a `$rewindTo`, a reply recorded twice, slash
+    commands, `?`, a blank and a context message, notes) in the CLI's own folder for the cwd."""
+    home, cwd = cli_home.home, cli_home.cwd
+    chats = home / ".gemini/tmp" / cwd.name / "chats"
+    chats.mkdir(parents=True)
+    shutil.copy(next(FIXTURE.glob("*1a2b3c4d.jsonl")), chats)
+    sessions_import(roots=[home / ".gemini" / "tmp"])
+    source = Session.objects.get(session_id=DEMO)
+    assert source.turn_count == 3
+    resumed = source if turn is None else session_fork(session=source, turn=turn)
+
+    run_gemini(
+        gemini_cli, home, cwd, fake_gemini, ["-p", "one more", "--resume", str(resumed.session_id)]
+    )
+
+    assert _sent_prompts(fake_gemini, 0) == [*kept, "one more"]
