@@ -97,6 +97,7 @@ INTERFACE = (
     "file_prefix",
     "project_path",
     "results_in_reply",
+    "replaces_by_id",
 )
 
 EVERY_AGENT = [*REGISTRY.values(), fake_agent.AGENT]

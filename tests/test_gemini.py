@@ -235,7 +235,8 @@ def test_the_transcript_shows_thoughts_tool_calls_results_and_notes(tmp_path: Pa
     assert page.status_code == 200
     html = page.content.decode()
     assert "list the files" in html and "Two files: README.md and setup.py." in html
-    assert "I will run ls to see the files." in html  # a thought
+    # A thought; the reply was recorded twice under its id, shown once (its last version).
+    assert html.count("I will run ls to see the files.") == 1
     assert "$ ls" in html or "run_shell_command" in html  # the tool call
     assert "Process Group PGID: 4242" in html  # its result, kept inside the call
     assert "Request failed: quota exceeded" in html  # an error message, as a note

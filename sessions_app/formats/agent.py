@@ -59,7 +59,8 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   `file_prefix` (the names of its session files, which tells its `chats/` folders from
   another agent's); `projects_root` (the home folder's root of project folders, when not
   `projects`), `project_path(project folder)` (the real path the CLI recorded for a
-  project, "" when none) and `results_in_reply` (a reply record holds its tool results).
+  project, "" when none), `results_in_reply` (a reply record holds its tool results) and
+  `replaces_by_id` (a reply recorded again under its id replaces the earlier record).
 
 `tests/fake_agent.py` is such a module, and `tests/test_agents.py` imports, shows,
 forks and rewinds its sessions with no other change.
@@ -248,6 +249,9 @@ class Agent:
     project_path: Callable[[Path], str] = no_project_path
     # Whether a reply record holds its tool calls' results (Gemini CLI's `toolCalls`).
     results_in_reply: bool = False
+    # Whether a reply recorded again under its `id` replaces the earlier record (Gemini
+    # CLI): the page then shows the last version only.
+    replaces_by_id: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:

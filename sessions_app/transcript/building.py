@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..formats import Agent, agent_for
+from ..formats import ASSISTANT, Agent, agent_for
 from .items import (
     EDIT_TOOLS,
     SUBAGENT_TOOLS,
@@ -77,6 +77,8 @@ def build_page(
             if builder.full(None):
                 return builder.page(rec, 0)
             builder.number = rec.turn
+        if builder.agent.replaces_by_id:
+            builder.replace_earlier(rec)
         for index, piece in enumerate(pieces(rec, builder.agent, show_all)):
             if rec.line == start_line and index < start_index:
                 continue
@@ -120,6 +122,20 @@ class _Builder:
         self.current: Turn | None = None
         self.calls: dict[str, ToolCall] = {}
         self.spent = self.items = self.records = self.start_line = 0
+        self.reply_lines: dict[str, int] = {}  # a reply's id: the line it was last read from
+
+    def replace_earlier(self, rec: RawRecord) -> None:
+        """Drop the items of an earlier record of the reply `rec` records again (Gemini CLI
+        writes a reply again under its id as its tool calls end): the last version shows."""
+        data = rec.data
+        reply_id = data.get("id") if isinstance(data, dict) and rec.kind == ASSISTANT else None
+        if not isinstance(reply_id, str) or not rec.active:
+            return
+        earlier = self.reply_lines.get(reply_id)
+        self.reply_lines[reply_id] = rec.line
+        turn = self.cards.get(rec.turn)
+        if earlier is not None and turn is not None:
+            turn.items = [item for item in turn.items if item.line != earlier]
 
     def full(self, piece: tuple[str, Any] | None) -> bool:
         if self.limits is None or not self.turns:

@@ -290,6 +290,7 @@ AGENT: Agent = Agent(
     file_prefix="session-",
     project_path=project_path,
     results_in_reply=True,
+    replaces_by_id=True,
     prefix_fork=PrefixFork(
         turn_opening=frozenset(),
         refusal=fork_refusal,
