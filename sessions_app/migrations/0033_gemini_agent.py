@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0031_search_pieces_behind'),
+        ('sessions_app', '0032_usage_reasoning_tokens'),
     ]
 
     operations = [
