@@ -79,11 +79,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+from .forks import PrefixFork as PrefixFork
 from .kinds import ParsedRecord, is_session_id
+from .parts import AssistantPart as AssistantPart
+from .parts import ToolOutcome as ToolOutcome
 from .usage import MessageUsage, no_usage
 
 # Where the CLI resumes a session: Claude Code takes the leaf whose conversation
@@ -92,16 +94,6 @@ NEWEST_LEAF = "newest_leaf"
 LAST_RECORD = "last_record"
 LEAF_RULES = (NEWEST_LEAF, LAST_RECORD)
 PROJECT_NAME_RE = re.compile(r"[^A-Za-z0-9]")
-
-
-class AssistantPart(NamedTuple):
-    """One piece of an assistant message: `kind` is "text", "thinking" or "tool"."""
-
-    kind: str
-    text: str = ""
-    call_id: str = ""  # for "tool": the id its result names
-    name: str = ""
-    input: dict | None = None
 
 
 def no_compaction(data: dict) -> str:
@@ -122,46 +114,6 @@ def no_subagent_prompt(call_input: dict) -> str:
 def no_project_path(project_folder: Path) -> str:
     """For an agent whose records name their working folder."""
     return ""
-
-
-class PrefixFork(NamedTuple):
-    """How a CLI whose fork is a prefix of its source's file writes one (`formats.codex.writing`).
-
-    The fork is the source's lines before the cut, unchanged, under `meta_line` (the
-    source's first line with the new id and where it came from), in a file named
-    `file_name(new id, now)` in the folder `folder(now)` of the source's session root.
-    """
-
-    # (raw type, subtype) of records that open the next turn before its prompt: left out.
-    turn_opening: frozenset[tuple[str, str]]
-    # Why a file whose first line is this cannot be forked ("" when it can).
-    refusal: Callable[..., str]  # (meta_line, *, source_id) -> str
-    meta_line: Callable[..., bytes]  # (meta_line, *, source_id, new_id, kept_lines, now)
-    new_id: Callable[[datetime], str]
-    folder: Callable[[datetime], str]
-    file_name: Callable[[str, datetime], str]
-    # Lines of this raw type after the first (a resumed or replaying file's later metadata
-    # lines) are copied through `restamp(line, *, new_id)`: the file's own id, nothing else.
-    meta_type: str = ""
-    restamp: Callable[..., bytes] | None = None
-    # Whether the fork goes beside its source (Gemini CLI's project `chats/` folder)
-    # instead of `folder(now)`; and which of the source's lines it keeps (None: every one;
-    # Gemini CLI: not the `$set` lines naming the source's id or title).
-    beside_source: bool = False
-    keeps: Callable[[bytes], bool] | None = None
-
-
-class ToolOutcome(NamedTuple):
-    """One tool result, paired with its call by `call_id`."""
-
-    call_id: str
-    text: str
-    is_error: bool
-    images: tuple[tuple[str, str], ...] = ()  # (media type, base64 data), unchecked
-    details: Any = None  # structured result the CLI keeps beside it (e.g. a subagent's id)
-    # How a shell command ended: "0", "2", "interrupted", "signal SIGTERM"; None when the
-    # tool is no shell or the CLI did not say.
-    exit: str | None = None
 
 
 def no_context(data: dict) -> tuple[str, str] | None:

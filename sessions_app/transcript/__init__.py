@@ -11,14 +11,16 @@ Modules, one rule each: `items` (turns, items, tool calls, and the readings of a
 record they need), `limits` (the fixed sizes a page cuts at, and its budget),
 `pieces` (what one record adds to a page, and whether it is its turn's prompt, as
 the index says), `building` (records to turns, one card per turn, piece by piece,
-within the limits; "show all" of one item). Every name is re-exported here.
+within the limits), `images` (a record's images, in one order), `whole` ("show all" of
+one item). Every name is re-exported here.
 """
 
 from __future__ import annotations
 
-from .building import build_page, build_turns, full_item
+from .building import build_page, build_turns
 from .items import Image, Item, Page, RawRecord, ToolCall, Turn
 from .limits import PAGE_LIMITS, Cut, PageLimits, Size
+from .whole import full_item
 
 __all__ = [
     "PAGE_LIMITS",

@@ -35,7 +35,6 @@ from .limits import (
     MARKDOWN_FACTOR,
     PAIRED_OVERRUN,
     TURN_BYTES,
-    WHOLE_DIFF_CHARS,
     Cut,
     PageLimits,
     Size,
@@ -86,29 +85,6 @@ def build_page(
                 return builder.page(rec, index)
             builder.add(rec, index, piece)
     return builder.page(None, 0)
-
-
-def full_item(record: RawRecord, agent: str, index: int, *, raw: bool = False) -> Item | None:
-    """Item `index` of one record, whole: what "show all" of a cut one loads."""
-    if raw:
-        return Item("record", record.line, record=record, text=as_json(record.data))
-    # On its page the record was shown as part of its branch, whichever branch that was.
-    record.active = True
-    found = pieces(record, agent_for(agent), show_all=False)
-    if not 0 <= index < len(found):
-        return None
-    builder = _Builder(agent_for(agent), None)
-    builder.number = record.turn
-    builder.add(record, index, found[index])
-    builder.page(None, 0)
-    turn = builder.turns[0]
-    if turn.prompt_line is not None:
-        return Item("prompt", record.line, text=turn.prompt, images=turn.images)
-    item = turn.items[0] if turn.items else None
-    call = item.tool if item else None
-    if call and call.edit and max(map(len, call.edit[1:])) > WHOLE_DIFF_CHARS:
-        call.edit, call.input_json = None, as_json(call.input)
-    return item
 
 
 class _Builder:
