@@ -15,6 +15,7 @@ import stat
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
@@ -41,6 +42,7 @@ def push_batched(
     report: PushReport,
     said: Callable[[str], None],
     most: int,
+    twins: frozenset[Path] | set[Path] = frozenset(),
 ) -> set[str]:
     """Send the new small files of `files` in batches of at most `most` bytes; the hub
     paths it answered for (stored or refused), which the one-by-one push then passes by."""
@@ -80,6 +82,8 @@ def push_batched(
                     continue  # not answered: goes one by one
                 done.add(path)
                 if "error" in got:
+                    if got.get("status") == 422 and local_of[path] in twins:
+                        continue  # stored, not shown: the note from _twins says why
                     report.problems.append(f"{local_of[path]}: {got['error']}")
                 else:
                     report.sent_files.append(path)

@@ -86,7 +86,11 @@ def push(
             "POST", "state", body=orjson.dumps({"paths": [f.hub_path for f in batch]})
         )["files"]
         # Small new files first, many to a request (batching); the rest one by one.
-        done = set() if dry_run else push_batched(hub, batch, state, report, said, chunk_size())
+        done = (
+            set()
+            if dry_run
+            else push_batched(hub, batch, state, report, said, chunk_size(), twins=twins)
+        )
         for local in batch:
             if local.hub_path in done:
                 continue
