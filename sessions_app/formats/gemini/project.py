@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 import orjson
@@ -29,7 +30,7 @@ def head_session_id(path: Path) -> str | None:
     if match is None:
         return None
     try:
-        with open(path, "rb", opener=_no_follow) as f:
+        with open(_regular(path), "rb") as f:
             head = f.readline(HEAD_LIMIT)
         data = orjson.loads(head)
     except (OSError, orjson.JSONDecodeError):
@@ -45,14 +46,14 @@ def project_path(project_folder: Path) -> str:
     """The real path of the project a slug folder holds sessions of: its `.project_root`
     marker, else the path `projects.json` maps to it; "" when neither says."""
     try:
-        with open(project_folder / ".project_root", "rb", opener=_no_follow) as f:
+        with open(_regular(project_folder / ".project_root"), "rb") as f:
             marker = f.read(MARKER_LIMIT + 1).decode("utf-8", "replace").strip()
     except OSError:
         marker = ""
     if _is_path(marker):
         return marker
     try:
-        with open(project_folder.parent.parent / "projects.json", "rb", opener=_no_follow) as f:
+        with open(_regular(project_folder.parent.parent / "projects.json"), "rb") as f:
             projects = orjson.loads(f.read(16 * 1024 * 1024)).get("projects")
     except (OSError, orjson.JSONDecodeError, AttributeError):
         return ""
@@ -74,5 +75,9 @@ def _is_path(value: object) -> bool:
     )
 
 
-def _no_follow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW)
+def _regular(path: str | os.PathLike[str]) -> str | os.PathLike[str]:
+    """`path` when it is a regular file, not a link (formats only read: the check and the
+    open are two steps, and what could slip between them is read, never written)."""
+    if not stat.S_ISREG(os.lstat(path).st_mode):
+        raise OSError(f"{path}: not a regular file")
+    return path
