@@ -73,7 +73,10 @@ def test_a_search_takes_as_many_queries_for_many_hits_as_for_few(
     _corpus(tmp_path / "many", 10)
     many, many_hits = _queries(client, path, token)
     assert many_hits >= 5 * few_hits > 0, (few_hits, many_hits)
-    assert many <= few, f"{few} queries for {few_hits} hits, {many} for {many_hits}"
+    # Per hit it was one query or more (14 -> 44 for the page); a query or two more may come
+    # from state the search filler's thread owns (texts still behind on PostgreSQL), never
+    # from the number of hits.
+    assert many <= few + 2, f"{few} queries for {few_hits} hits, {many} for {many_hits}"
 
 
 def _opened(client: Client, word: str) -> list[str]:

@@ -13,11 +13,15 @@ pytestmark = [pytest.mark.compat, pytest.mark.django_db]
 
 def test_a_deleted_session_restored_from_the_archive_resumes_with_its_prompts(
     agent: Agent,  # noqa: F811
+    settings,
 ) -> None:
     prompts = ["alpha one", "RUN: echo tool-output-two", "gamma three"]
     sid = agent.session(prompts)
     agent.import_all()
     source = agent.file(sid)
+    # A restore writes only into today's roots (issue 41 item 8): this agent's is one.
+    root = next(p for p in source.parents if p.name == "projects")
+    settings.SESSION_ROOTS = [*settings.SESSION_ROOTS, root]
     raw = source.read_bytes()
     full = agent.control(sid, "next question")  # what resuming the whole history sends
     assert all(("user", p) in full for p in prompts)
