@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.core.cache import cache
 from django.db import transaction
 from pytest_django import DjangoDbBlocker
 
@@ -175,3 +176,11 @@ def _search_words_inline() -> None:
 
     settings.SEARCH_WORDS_BEHIND = False
     connections.close_all()
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache() -> Iterator[None]:
+    """Each test starts with an empty cache: the archive's verdicts are cached per session
+    row, and a row's id may come again in another test once the tables are flushed."""
+    cache.clear()
+    yield
