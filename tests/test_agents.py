@@ -98,6 +98,7 @@ INTERFACE = (
     "project_path",
     "results_in_reply",
     "replaces_by_id",
+    "subagent_folders",
 )
 
 EVERY_AGENT = [*REGISTRY.values(), fake_agent.AGENT]
@@ -110,6 +111,7 @@ def test_every_agent_provides_the_whole_interface(agent: Agent) -> None:
     assert all(isinstance(getattr(agent, name), str) for name in DATA if name != "subagent_files")
     assert all(callable(getattr(agent, name)) for name in FUNCTIONS)
     assert isinstance(agent.subagent_files, bool) and agent.leaf_rule in LEAF_RULES
+    assert isinstance(agent.subagent_folders, bool)
     assert agent.rewinds_by_appending is (agent.rewind_line is not None)
     assert agent.run_args is None or callable(agent.run_args)
     assert isinstance(agent.resume_word, str) and agent.resume_word.strip()
