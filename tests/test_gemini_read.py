@@ -6,12 +6,15 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import orjson
 import pytest
 
 from sessions_app.formats import PROMPT
-from sessions_app.models import Record, Session
+from sessions_app.models import Record, Session, Usage
+from sessions_app.services.branching import BranchError, session_fork
 from sessions_app.services.discovery import discover
 from sessions_app.services.importing import sessions_import
+from sessions_app.services.usage import usage_refresh
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -101,3 +104,169 @@ def test_discovery_takes_chats_and_subagent_chats_and_nothing_else(tmp_path: Pat
     # `/chat save` checkpoints (a quoted tag too), `logs.json` and `checkpoints/` restore
     # files are none of the chats: not sessions, not even misnamed ones.
     assert misnamed == [] and problems == []
+
+
+# --- Older releases' one-document `session-*.json` files.
+
+DOCUMENTS = Path(__file__).parent / "fixtures" / "gemini_documents"
+OLD_HASH = "0bf6933e8ef34a3bd42687dda8a365e4f876a36717528baf2e25a671d78459ae"
+OLD_DOC = f"tmp/{OLD_HASH}/chats/session-2025-09-16T20-39-38d857b1.json"
+OLD_ID = "38d857b1-4c2a-4e1f-9b3d-2a1c0e9f8d7b"
+TOOL_DOC = "tmp/toolproj/chats/session-2026-04-24T23-16-c8b2cbd9.json"
+TOOL_ID = "c8b2cbd9-7d1e-4f0a-8b6c-5e4d3c2b1a09"
+# Counted by hand, by the CLI's rule: the 2025 document (content as strings) has 8
+# messages: "List the files in this folder", "Explain b.py, ...", "Thanks — merci, ..." are
+# sent again; "/stats" and a blank message are not. The 2026-04 one (parts, `kind`, tool
+# calls inline) has 10: "Show me the files", "Now create hello.txt"; an info and an error
+# note, the `<session_context>` preamble and "?" are not turns.
+OLD_PROMPTS = [
+    ("List the files in this folder", 1),
+    ('Explain b.py, line by line: "quotes", {braces} and [brackets] included', 2),
+    ("Thanks — merci, ça marche", 3),
+]
+TOOL_PROMPTS = [("Show me the files", 1), ("Now create hello.txt", 2)]
+
+
+def _documents(tmp_path: Path) -> Path:
+    home = tmp_path / ".gemini"
+    shutil.copytree(DOCUMENTS, home)
+    return home
+
+
+def _documents_imported(tmp_path: Path) -> Path:
+    home = _documents(tmp_path)
+    report = sessions_import(roots=[home / "tmp"])
+    assert not report.errors and not report.left_out, (report.errors, report.left_out)
+    return home
+
+
+@pytest.mark.parametrize(
+    ("name", "session_id", "prompts", "messages"),
+    [(OLD_DOC, OLD_ID, OLD_PROMPTS, 8), (TOOL_DOC, TOOL_ID, TOOL_PROMPTS, 10)],
+)
+def test_a_one_document_file_is_a_session_with_numbered_turns(
+    tmp_path: Path, name: str, session_id: str, prompts: list, messages: int
+) -> None:
+    home = _documents_imported(tmp_path)
+    session = Session.objects.get(session_id=session_id)
+
+    assert session.turn_count == len(prompts) and session.agent == "gemini"
+    found = Record.objects.filter(session=session, kind=PROMPT).order_by("line")
+    assert [(r.text, r.turn) for r in found] == prompts
+    # A row per record: the whole document (its metadata), then each message, each row
+    # naming bytes of the file that parse alone, in the document's order.
+    whole = (home / name).read_bytes()
+    rows = list(Record.objects.filter(session=session).order_by("line"))
+    assert len(rows) == 1 + messages
+    assert (rows[0].offset, rows[0].length, rows[0].raw_type) == (0, len(whole), "metadata")
+    listed = orjson.loads(whole)["messages"]
+    for row, message in zip(rows[1:], listed, strict=True):
+        assert orjson.loads(whole[row.offset : row.offset + row.length]) == message
+        assert row.uuid == message["id"] and row.active
+    assert session.bytes_imported == len(whole) == session.file_size  # archived whole
+
+
+def test_a_document_shows_thoughts_tool_calls_results_notes_and_its_summary(
+    tmp_path: Path, client
+) -> None:
+    _documents_imported(tmp_path)
+    session = Session.objects.get(session_id=TOOL_ID)
+    assert session.title == "List and create files"  # its top-level `summary`
+    assert session.project.path == "/home/dev/toolproj"
+    assert set(session.models_used) == {"gemini-3-pro-preview", "gemini-3-flash-preview"}
+
+    html = client.get(f"/sessions/{TOOL_ID}/").content.decode()
+
+    assert "Show me the files" in html and "The folder is empty." in html
+    assert "Run ls." in html  # a thought
+    assert "ls -la" in html and "Exit Code: 0" in html  # a tool call and its result
+    assert "Created hello.txt" in html
+    every = client.get(f"/sessions/{TOOL_ID}/", {"all": "1"}).content.decode()
+    assert "Failed to install VS Code companion extension." in every  # a note before turn 1
+    old = client.get(f"/sessions/{OLD_ID}/").content.decode()
+    assert "I should look at the folder." in old and "De rien!" in old
+
+
+def test_a_document_counts_its_usage_once_per_reply(tmp_path: Path) -> None:
+    _documents_imported(tmp_path)
+    usage_refresh()
+
+    rows = Usage.objects.filter(session__session_id=OLD_ID)
+    assert rows.count() == 3
+    assert sum(rows.values_list("output_tokens", flat=True)) == 20 + 15 + 40 + 5 + 3
+
+
+def _resumed(document: Path, *more: bytes) -> Path:
+    """What the 0.61 CLI writes on resuming `document`: `<name>.jsonl`, its metadata, each
+    message, then what the resume adds."""
+    data = orjson.loads(document.read_bytes())
+    meta = {k: v for k, v in data.items() if k != "messages"}
+    lines = [orjson.dumps(meta), *(orjson.dumps(m) for m in data["messages"]), *more]
+    continuation = document.with_name(document.name + "l")
+    continuation.write_bytes(b"\n".join(lines) + b"\n")
+    return continuation
+
+
+def test_a_document_beside_its_continuation_is_no_session_of_its_own(tmp_path: Path) -> None:
+    home = _documents(tmp_path)
+    document = home / OLD_DOC
+    _resumed(document)
+
+    files, problems, misnamed = discover(home / "tmp")
+
+    assert sorted(f.path.name for f in files if f.session_id == OLD_ID) == [document.name + "l"]
+    assert not problems and not misnamed
+    report = sessions_import(roots=[home / "tmp"])
+    assert not report.errors and not report.left_out
+    session = Session.objects.get(session_id=OLD_ID)
+    assert session.path.endswith(".jsonl") and session.turn_count == 3
+
+
+def test_a_document_that_changed_is_read_again_whole(tmp_path: Path) -> None:
+    home = _documents_imported(tmp_path)
+    document = home / TOOL_DOC
+    data = orjson.loads(document.read_bytes())
+    data["messages"].append(
+        {
+            "id": "c1000000-0000-4000-8000-00000000000b",
+            "timestamp": "2026-04-24T23:18:00.000Z",
+            "type": "user",
+            "content": [{"text": "And delete it"}],
+        }
+    )
+    document.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+
+    report = sessions_import(roots=[home / "tmp"])
+
+    assert not report.errors
+    session = Session.objects.get(session_id=TOOL_ID)
+    assert session.turn_count == 3 and session.records.count() == 12
+
+
+def test_a_document_is_not_forked_and_says_why(tmp_path: Path) -> None:
+    home = _documents_imported(tmp_path)
+    session = Session.objects.get(session_id=OLD_ID)
+    before = sorted(p.name for p in (home / OLD_DOC).parent.iterdir())
+
+    with pytest.raises(BranchError, match="resume it once"):
+        session_fork(session=session, turn=1)
+
+    assert sorted(p.name for p in (home / OLD_DOC).parent.iterdir()) == before
+
+
+def test_the_continuation_of_an_imported_document_takes_its_session_over(tmp_path: Path) -> None:
+    home = _documents_imported(tmp_path)
+    before = Session.objects.get(session_id=OLD_ID)
+    continuation = _resumed(
+        home / OLD_DOC,
+        b'{"id":"b1000000-0000-4000-8000-000000000009","timestamp":"2026-12-01T10:00:00.000Z",'
+        b'"type":"user","content":[{"text":"a question after the resume"}]}',
+    )
+
+    report = sessions_import(roots=[home / "tmp"])
+
+    assert not report.errors and not report.left_out, (report.errors, report.left_out)
+    session = Session.objects.get(session_id=OLD_ID)
+    assert session.pk == before.pk and session.path == str(continuation)
+    assert session.turn_count == 4 and session.records.count() == 1 + 8 + 1
+    assert Session.objects.filter(agent="gemini", is_subagent=False).count() == 2

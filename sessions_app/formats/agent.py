@@ -83,6 +83,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .documents import DocumentFiles as DocumentFiles
 from .forks import PrefixFork as PrefixFork
 from .kinds import ParsedRecord, is_session_id
 from .parts import AssistantPart as AssistantPart
@@ -207,6 +208,8 @@ class Agent:
     replaces_by_id: bool = False
     # Whether `<sessions folder>/<session id>/*.jsonl` are that session's subagents' chats.
     subagent_folders: bool = False
+    # Older releases' one-document session files (Gemini CLI's `session-*.json`); None: none.
+    documents: DocumentFiles | None = None
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:

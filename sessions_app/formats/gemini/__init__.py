@@ -1,4 +1,4 @@
-"""Gemini CLI session files (`~/.gemini/tmp/<slug>/chats/session-*.jsonl`, 0.4x-0.61).
+"""Gemini CLI session files (`~/.gemini/tmp/<slug>/chats/session-*.jsonl`, 0.4x-0.61; `.json`).
 
 Line 1 is the session's metadata `{sessionId, projectHash, startTime, lastUpdated, kind}`;
 then one line per message `{id, timestamp, type: user|gemini|info|error|warning,
@@ -12,9 +12,10 @@ subagents (`subagent_folders`).
 The turn rule in the CLI's own words (`convertSessionToClientHistory`): a turn starts at a
 `user` message the CLI sends again on resume, i.e. whose text is not blank and does not
 start with `/`, `?`, `<session_context>` or `<hook_context>`. A user message holding only
-`functionResponse` parts is a tool result. The older one-document `.json` files are not
-read here (pretty-printed over hundreds of lines, they fit no row per line), nor are
-`/chat save` checkpoints (`tmp/<slug>/checkpoint-<tag>.json`: no session).
+`functionResponse` parts is a tool result. Older releases' one-document `session-*.json`
+files are read as records that are spans of their bytes (`document.py`: the document,
+then each message); `/chat save` checkpoints (`tmp/<slug>/checkpoint-<tag>.json`) are no
+sessions and are not read.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from ..agent import LAST_RECORD, Agent, PrefixFork
+from ..agent import LAST_RECORD, Agent, DocumentFiles, PrefixFork
 from ..common import MODEL_LIMIT, base_record, bounded, clip, load
 from ..kinds import (
     ASSISTANT,
@@ -36,6 +37,7 @@ from ..kinds import (
     USER_OTHER,
     ParsedRecord,
 )
+from .document import DOCUMENT_SUFFIX, REFUSAL, continuation, document_records
 from .order import MESSAGE_TYPES, MessageChain
 from .project import head_session_id, project_path
 from .tools import _calls as _calls
@@ -134,6 +136,9 @@ def parse_line(raw: bytes) -> ParsedRecord:
         record.timestamp = None
         started = base_record({"timestamp": data.get("startTime")})
         record.timestamp, record.time = started.timestamp, started.time
+        summary = data.get("summary")  # a one-document file's, or a conversion's first line
+        if isinstance(summary, str) and summary.strip():
+            record.kind, record.subtype, record.title = TITLE, "summary", clip(summary)
     return record
 
 
@@ -217,6 +222,7 @@ AGENT: Agent = Agent(
     results_in_reply=True,
     replaces_by_id=True,
     subagent_folders=True,
+    documents=DocumentFiles(DOCUMENT_SUFFIX, document_records, continuation, REFUSAL),
     prefix_fork=PrefixFork(
         turn_opening=frozenset(),
         refusal=fork_refusal,

@@ -1,8 +1,9 @@
 """Where Gemini CLI keeps a project's sessions, and which session a file holds, pure I/O.
 
 `~/.gemini/tmp/<slug>/chats/session-<minute>-<first 8 of the id>.jsonl` (older releases:
-`tmp/<sha256 of the project path>/chats/`). The file name holds only part of the id: the
-whole one is `sessionId` on the file's first line. The slug folder names its real path in
+`tmp/<sha256 of the project path>/chats/`, and before 0.4x one-document `session-*.json`
+files). The file name holds only part of the id: the whole one is `sessionId` on the
+file's first line (a document's first key). The slug folder names its real path in
 a `.project_root` marker, and `~/.gemini/projects.json` maps paths to slugs.
 """
 
@@ -18,7 +19,9 @@ import orjson
 from ..kinds import is_session_id
 
 # `session-2026-04-24T23-16-c8b2cbd9.jsonl`: the minute it began, the id's first 8.
-SESSION_NAME_RE = re.compile(r"^session-[0-9T:-]+-([0-9A-Za-z-]{8})\.jsonl$")
+SESSION_NAME_RE = re.compile(r"^session-[0-9T:-]+-([0-9A-Za-z-]{8})\.jsonl?$")
+# An older release's one-document file names its id first: `{\n  "sessionId": "<id>",`.
+DOCUMENT_HEAD_RE = re.compile(rb'\A\s*\{\s*"sessionId"\s*:\s*"([0-9A-Fa-f-]{36})"')
 HEAD_LIMIT = 256 * 1024
 MARKER_LIMIT = 4096
 
@@ -31,8 +34,9 @@ def head_session_id(path: Path) -> str | None:
         return None
     try:
         with open(_regular(path), "rb") as f:
-            head = f.readline(HEAD_LIMIT)
-        data = orjson.loads(head)
+            head = f.readline(HEAD_LIMIT) if path.suffix == ".jsonl" else f.read(4096)
+        found = DOCUMENT_HEAD_RE.match(head) if path.suffix == ".json" else None
+        data = {"sessionId": found.group(1).decode()} if found else orjson.loads(head)
     except (OSError, orjson.JSONDecodeError):
         return None
     session_id = data.get("sessionId") if isinstance(data, dict) else None

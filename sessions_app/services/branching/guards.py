@@ -70,6 +70,9 @@ def check_paths(session: Session) -> None:
             check_inside(path, session.project.folder)
     except UnsafePath as exc:
         raise OutsideRoots(f"{exc}; refusing to read or write near it") from None
+    documents = agent.documents
+    if documents is not None and path.suffix == documents.suffix:
+        raise BranchingUnsupported(documents.refusal)  # an older release's one document
     # A name that holds part of the id (Gemini CLI): the file's first line names it.
     named_inside = agent.sessions_root or agent.head_session_id is not None
     if agent.session_id_of(path) != str(session.session_id).lower() or (

@@ -22,6 +22,7 @@ from ...formats import (
     is_session_id,
     legacy_root_agent,
 )
+from ...formats.documents import SESSION_SUFFIXES, session_suffixes, superseded
 from ..files import stale_temp_files_remove
 from ..roots import file_kind, resolve_root
 
@@ -105,11 +106,13 @@ def _real_folder(path: Path, problems: list[str]) -> bool:
     return stat.S_ISDIR(mode)
 
 
-def _jsonl_files(folder: Path, problems: list[str], prefix: str = "") -> Iterator[Path]:
+def _jsonl_files(
+    folder: Path, problems: list[str], prefix: str = "", suffixes: tuple[str, ...] = (".jsonl",)
+) -> Iterator[Path]:
     """The regular `<prefix>*.jsonl` files of `folder`; links and FIFOs are reported."""
     for entry in _entries(folder):
         name = entry.name
-        if not (name.startswith(prefix) and name.endswith(".jsonl")):
+        if not (name.startswith(prefix) and name.endswith(suffixes)):
             continue
         path = folder / name
         try:
@@ -157,7 +160,9 @@ def _project_agent(folder: Path, problems: list[str]) -> Agent | None:
 def _holds_prefixed(folder: Path, prefix: str) -> bool:
     """Whether `folder` holds a `<prefix>*.jsonl` file."""
     try:
-        return any(n.startswith(prefix) and n.endswith(".jsonl") for n in os.listdir(folder))
+        return any(
+            n.startswith(prefix) and n.endswith(SESSION_SUFFIXES) for n in os.listdir(folder)
+        )
     except OSError:
         return False
 
@@ -176,7 +181,9 @@ def _project_files(
     sessions = agent.sessions_folder(folder)
     for stale in stale_temp_files_remove(sessions):
         problems.append(f"{stale}: removed, left over by an interrupted fork")
-    for path in _jsonl_files(sessions, problems):
+    for path in _jsonl_files(sessions, problems, suffixes=session_suffixes(agent.documents)):
+        if superseded(agent.documents, path):
+            continue  # the CLI went on in the `.jsonl` beside it: that is the session
         if (found := _session_file(root, folder, agent, path)) is not None:
             yield found
         else:

@@ -12,6 +12,7 @@ import stat
 from pathlib import Path
 
 from ...formats import Agent, dated_root_agent, is_session_id, legacy_root_agent
+from ...formats.documents import SESSION_SUFFIXES, session_suffixes, superseded
 from ..roots import resolve_root
 from . import (
     DATED_DEPTH,
@@ -66,7 +67,7 @@ def _project_path(root: Path, path: Path, parts: tuple[str, ...], mode: int) -> 
     if stat.S_ISDIR(mode):
         files.extend(_project_files(root, folder, problems, misnamed, only))
         return files, problems, misnamed
-    if len(parts) == 1 or not path.name.endswith(".jsonl"):
+    if len(parts) == 1 or not path.name.endswith(SESSION_SUFFIXES):
         return files, problems, misnamed
     agent: Agent | None
     if only is None:
@@ -76,6 +77,12 @@ def _project_path(root: Path, path: Path, parts: tuple[str, ...], mode: int) -> 
     if agent is None:
         return files, problems, misnamed
     inner = parts[1:]
+    if path.suffix != ".jsonl" and (
+        path.suffix not in session_suffixes(agent.documents)
+        or path.parent != agent.sessions_folder(folder)
+        or superseded(agent.documents, path)  # its `.jsonl` is the session
+    ):
+        return files, problems, misnamed
     if path.parent == agent.sessions_folder(folder):
         if _regular(path, mode, problems):
             found = _session_file(root, folder, agent, path)

@@ -105,6 +105,13 @@ class FileReader:
             def parse_line(raw: bytes) -> ParsedRecord:
                 return link(parse_one(raw))
 
+        lines: Iterable[bytes] = f
+        offsets = None  # a one-document file's records lie where it says, not end to end
+        documents = agent.documents
+        if documents is not None and not offset and self.source.path.suffix == documents.suffix:
+            spans = list(documents.records(f.read()))
+            offsets, lines = [at for at, _ in spans], [raw for _, raw in spans]
+            whole = spans[0][1]
         note, own_id = self._note, self.own_id
         # The search texts and the usage, from this same read of each line (else the search
         # and usage passes read it again). A CLI whose usage needs the lines before it
@@ -121,8 +128,10 @@ class FileReader:
         backups = False
         tail_offset, tail, bytes_end, line_end = self.tail_offset, self.tail, 0, 0
         cut_at, cut_anyway = self._cuts(line_no)
-        for raw in f:
+        for raw in lines:
             length = len(raw)
+            if offsets is not None:
+                offset = offsets[line_no - first_line]
             record = parse_line(raw)
             if line_no >= cut_at and (
                 line_no >= cut_anyway or (record.kind == PROMPT and not record.sidechain)
@@ -176,6 +185,9 @@ class FileReader:
                 bytes_end, line_end = offset + length, line_no + 1
             offset += length
             line_no += 1
+        if offsets is not None and len(offsets) > 1:
+            # A document read whole (its first record) is imported whole, newline or not.
+            tail_offset, tail, bytes_end, line_end = 0, whole, len(whole), len(offsets)
         self.foreign_ids += foreign
         self.file_backups = self.file_backups or backups
         self.tail_offset, self.tail = tail_offset, tail
@@ -234,7 +246,8 @@ class FileReader:
             self._report(line_no, record.error)
             return counted
         elif kind == TITLE and record.title:
-            if record.raw_type == "ai-title":  # a title the CLI's model proposed: the last wins
+            if record.raw_type == "ai-title" or record.subtype == "summary":
+                # A title the CLI's model proposed (Gemini CLI's `summary`): the last wins.
                 self.ai_title = record.title
             else:
                 self.title = record.title

@@ -1,7 +1,8 @@
 """Files an import leaves out on purpose: said once, never a failure, not opened again.
 
 A `*.jsonl` file whose name is no session id, or whose session id is already
-imported from another file, is left out. That is no error (trying again would not
+imported from another file, is left out (but the `.jsonl` the CLI went on in from an
+imported one-document file takes that session over). That is no error (trying again would not
 change it), so it goes to the report's `left_out`, and the file's size, mtime and
 inode are remembered (`SkippedFile`): while they stay the same, later imports pass
 the file over without opening it and without saying it again, as they do with an
@@ -15,6 +16,7 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
+from ...formats import agent_for
 from ...models import Session, SkippedFile
 from ..discovery import SessionFile
 from ..hub.namespaces import namespace_of
@@ -50,8 +52,16 @@ class LeftOut:
         path = str(source.path)
         if path in self.remembered and self._unchanged(path, report):
             return True
-        owner = self._owner(source.session_id, namespace_of(source.root))
+        namespace = namespace_of(source.root)
+        owner = self._owner(source.session_id, namespace)
         if owner is None or owner == path:
+            return False
+        if _continues(source, owner):
+            # The CLI resumed the one-document file and goes on in this one (Gemini CLI): the
+            # session moves here and is read again from it (another inode: read whole).
+            Session.objects.filter(path=owner, is_subagent=False).update(path=path)
+            assert self._owners is not None and source.session_id is not None
+            self._owners[(namespace, _uuid(source.session_id))] = path
             return False
         message = f"{path}: session id already imported from {owner}; skipped"
         return self.pass_over(source.path, message, report)
@@ -112,6 +122,14 @@ class LeftOut:
                 )
             }
         return self._owners.get((namespace, _uuid(session_id)))
+
+
+def _continues(source: SessionFile, owner: str) -> bool:
+    """Whether `source` is the file the CLI went on in from the document at `owner`."""
+    documents = agent_for(source.agent).documents
+    if documents is None or not owner.endswith(documents.suffix):
+        return False
+    return documents.continuation(Path(owner)) == source.path
 
 
 def _uuid(value: str | uuid.UUID) -> uuid.UUID:
