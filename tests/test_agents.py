@@ -99,6 +99,7 @@ INTERFACE = (
     "results_in_reply",
     "replaces_by_id",
     "subagent_folders",
+    "documents",
 )
 
 EVERY_AGENT = [*REGISTRY.values(), fake_agent.AGENT]
@@ -112,6 +113,11 @@ def test_every_agent_provides_the_whole_interface(agent: Agent) -> None:
     assert all(callable(getattr(agent, name)) for name in FUNCTIONS)
     assert isinstance(agent.subagent_files, bool) and agent.leaf_rule in LEAF_RULES
     assert isinstance(agent.subagent_folders, bool)
+    if agent.documents is not None:  # one-document files (Gemini CLI's `session-*.json`)
+        documents = agent.documents
+        assert documents.suffix.startswith(".") and documents.suffix != ".jsonl"
+        assert callable(documents.records) and callable(documents.continuation)
+        assert isinstance(documents.refusal, str) and documents.refusal
     assert agent.rewinds_by_appending is (agent.rewind_line is not None)
     assert agent.run_args is None or callable(agent.run_args)
     assert isinstance(agent.resume_word, str) and agent.resume_word.strip()

@@ -270,3 +270,37 @@ def test_the_continuation_of_an_imported_document_takes_its_session_over(tmp_pat
     assert session.pk == before.pk and session.path == str(continuation)
     assert session.turn_count == 4 and session.records.count() == 1 + 8 + 1
     assert Session.objects.filter(agent="gemini", is_subagent=False).count() == 2
+
+
+# --- The public corpus (`../shared/corpus/public/gemini`, real files from other machines).
+
+PUBLIC = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "public" / "gemini"
+# Turns per session id prefix (the file name's last 8), from the corpus README's table.
+PUBLIC_TURNS = {
+    "38d857b1": 3,  # Sep 2025, one document, content as strings
+    "4c16047e": 6,  # Oct 2025, one document
+    "260e1681": 25,  # Jan 2026, one document, slug folder, summary, info and error notes
+    "233c8b2b": 5,  # Feb 2026, one document, parts, 8 run_shell_command calls
+    "c8b2cbd9": 5,  # Apr 2026, JSONL, 13 `$set`, a repeated id
+    "aacdfa4e": 14,  # May 2026, JSONL, 39 `$set`, 10 repeated ids
+}
+
+
+def test_the_public_gemini_files_give_their_readme_turns(tmp_path: Path) -> None:
+    if not PUBLIC.is_dir():
+        pytest.skip(f"{PUBLIC} is absent: the public corpus lies beside the repository")
+    home = tmp_path / ".gemini"
+    shutil.copytree(PUBLIC, home)
+
+    report = sessions_import(roots=[home / "tmp"])
+
+    assert not report.errors, report.errors
+    found = {str(s.session_id)[:8]: s.turn_count for s in Session.objects.filter(agent="gemini")}
+    assert found == PUBLIC_TURNS
+    # The a2a server's stub names no UUID (a misnamed file); the `/chat save` checkpoint
+    # is no session at all.
+    assert [Path(m.split(":")[0]).name for m in report.left_out] == [
+        "session-2026-07-05T12-27-a2a-serv.jsonl"
+    ]
+    mictlan = next(s for s in Session.objects.all() if str(s.session_id).startswith("260e1681"))
+    assert mictlan.title == "Understand Git object internals and compression."
