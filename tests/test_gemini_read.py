@@ -304,3 +304,16 @@ def test_the_public_gemini_files_give_their_readme_turns(tmp_path: Path) -> None
     ]
     mictlan = next(s for s in Session.objects.all() if str(s.session_id).startswith("260e1681"))
     assert mictlan.title == "Understand Git object internals and compression."
+
+
+def test_the_watcher_finds_a_document_by_its_path_and_not_once_superseded(tmp_path: Path) -> None:
+    home = _documents(tmp_path)
+    document = home / OLD_DOC
+
+    report = sessions_import(roots=[home / "tmp"], paths=[document])
+
+    assert not report.errors and Session.objects.get(session_id=OLD_ID).path == str(document)
+    continuation = _resumed(document)
+    report = sessions_import(roots=[home / "tmp"], paths=[document, continuation])
+    assert not report.errors and not report.left_out
+    assert Session.objects.get(session_id=OLD_ID).path == str(continuation)
