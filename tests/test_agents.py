@@ -98,6 +98,7 @@ INTERFACE = (
     "project_path",
     "results_in_reply",
     "replaces_by_id",
+    "undo_truncates",
 )
 
 EVERY_AGENT = [*REGISTRY.values(), fake_agent.AGENT]
@@ -146,12 +147,16 @@ def test_every_agent_reads_back_the_records_it_writes(agent: Agent) -> None:
     record = agent.parse_line(line)
     assert (record.kind, record.title, record.session_id) == (TITLE, "A title", sid)
     if agent.rewind_line is not None:
-        parent = str(uuid.uuid4())
+        parent, turn = str(uuid.uuid4()), str(uuid.uuid4())
         line = agent.rewind_line(
-            session_id=sid, parent_uuid=parent, removed_turns=2, undo=False, base={}
+            session_id=sid, parent_uuid=parent, turn_uuid=turn, removed_turns=2, undo=False, base={}
         )
         record = agent.parse_line(line)
-        assert (record.kind, record.parent_uuid, record.session_id) == (REWIND, parent, sid)
+        assert record.kind == REWIND
+        if agent.undo_truncates:  # Gemini CLI's `$rewindTo` names the turn's first message
+            assert record.message_id == turn
+        else:
+            assert (record.parent_uuid, record.session_id) == (parent, sid)
 
 
 def test_the_registry_and_the_old_constants_agree() -> None:

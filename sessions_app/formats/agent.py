@@ -21,10 +21,12 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
 - `tool_results(data) -> list[ToolOutcome]`: the tool results a record carries.
 - `title_line(*, session_id, title, parent_uuid, base) -> bytes`: the agent's own
   record naming a session (`base` holds cwd/version/gitBranch of the source).
-- `rewind_line(*, session_id, parent_uuid, removed_turns, undo, base) -> bytes`,
-  or None: the CLI's own rewind marker. With one, a rewind (and its undo) only
-  appends, which needs `leaf_rule` LAST_RECORD; without one, the file is
-  rewritten after a backup of the whole file.
+- `rewind_line(*, session_id, parent_uuid, turn_uuid, removed_turns, undo, base) ->
+  bytes`, or None: the CLI's own rewind marker (`turn_uuid`: the first record of the
+  first turn it removes; a ValueError says why a turn cannot be rewound to). With one, a
+  rewind (and its undo) only appends, which needs `leaf_rule` LAST_RECORD, unless
+  `undo_truncates` (the undo takes the marker back off the end); without one, the file
+  is rewritten after a backup of the whole file.
 - the data: `name` (stored in the database, at most 16 characters), `label`,
   `cli` (command name: `<cli> <resume_word> <id>`), `home_folder` (`~/<home_folder>/
   projects` is the default session root), `sessions_subfolder` (session files lie in
@@ -204,6 +206,9 @@ class Agent:
     # Whether a reply recorded again under its `id` replaces the earlier record (Gemini
     # CLI): the page then shows the last version only.
     replaces_by_id: bool = False
+    # Whether the undo of an appended rewind marker takes the marker back off the file's
+    # end (Gemini CLI: it has no marker that brings dropped messages back).
+    undo_truncates: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:
@@ -213,6 +218,8 @@ class Agent:
         if self.rewind_line is not None and self.leaf_rule != LAST_RECORD:
             # An appended marker steers the resume only where the last record does.
             raise ValueError(f"agent {self.name}: a rewind by appending needs {LAST_RECORD}")
+        if self.undo_truncates and self.rewind_line is None:
+            raise ValueError(f"agent {self.name}: undo_truncates needs a rewind_line")
         if "/" in self.sessions_subfolder or self.sessions_subfolder in (".", ".."):
             raise ValueError(f"agent {self.name}: sessions_subfolder is one folder name")
 

@@ -48,6 +48,7 @@ from .writing import (
     keeps,
     new_session_id,
     no_folder,
+    rewind_line,
     session_name,
 )
 
@@ -197,7 +198,8 @@ AGENT: Agent = Agent(
     assistant_parts=assistant_parts,
     tool_results=tool_results,
     title_line=title_line,
-    rewind_line=None,
+    rewind_line=rewind_line,
+    undo_truncates=True,
     usage_of=gemini_usage,
     line_chain=MessageChain,
     projects_root="tmp",
@@ -216,9 +218,9 @@ AGENT: Agent = Agent(
         beside_source=True,
         keeps=keeps,
     ),
-    # Branch and fork: `gemini --resume <new id>` sends exactly the kept turns
-    # (tests/compat/test_gemini_compat.py). Rewind and runs from the page are not offered
-    # until the real CLI is shown to resume them as intended.
+    # Branch, fork and rewind: `gemini --resume <id>` sends exactly the kept turns
+    # (tests/compat/test_gemini_compat.py, test_gemini_rewind_compat.py). A rewind
+    # appends the CLI's own `$rewindTo`; its undo takes that line back.
     can_branch=True,
-    can_rewind=False,
+    can_rewind=True,
 )
