@@ -101,8 +101,9 @@ def test_a_fork_is_found_by_search_and_drawn_in_the_lineage(gemini_tmp: Path, cl
     fork = session_fork(session=_demo(), turn=2)
     search_refresh()
 
-    page = client.get("/search/", {"q": "explain setup.py"}).content.decode()
-    assert f"/sessions/{DEMO}/" in page and f"/sessions/{fork.session_id}/" in page
+    page = client.get("/search/", {"q": '"explain setup.py"'}).content.decode()
+    # The fork's copy of the prompt is folded under the source's hit, as for the other agents.
+    assert f"/sessions/{DEMO}/" in page and "also in 1 branch" in page
     svg = client.get(f"/sessions/{fork.session_id}/lineage/").content.decode()
     assert "<svg" in svg and f'href="/sessions/{DEMO}/"' in svg
     assert f'href="/sessions/{fork.session_id}/"' in svg and "split after turn 2" in svg
