@@ -148,7 +148,7 @@ def test_a_removed_file_is_read_from_the_archive_and_restored_byte_for_byte(
     session = _demo()
     assert session.file_removed_at is not None
     page = client.get(f"/sessions/{DEMO}/").content.decode()
-    assert "archived: the file was removed" in page and "list the files" in page
+    assert "removed from disk on" in page and "list the files" in page
     assert [b"".join(client.get(url).streaming_content) for url in exports] == before
     fork = session_fork(session=session, turn=1)  # forked from the archive
     assert Path(fork.path).parent == path.parent and fork.turn_count == 1

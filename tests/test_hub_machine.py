@@ -278,7 +278,8 @@ class HubAndLaptop(RuleBasedStateMachine):
         sessions_import(roots=[self.home / root for root in ROOTS])
         session = Session.objects.get(namespace="", path=str(self.home / inside))
         done = self._refusable(lambda: session_rewind_undo(session=session))
-        if session.agent in ("claude", "codex"):  # Qwen's undo appends a line; these rewrite
+        # Qwen's undo appends a line; these give the old bytes back (Gemini: its line taken back).
+        if session.agent in ("claude", "codex", "gemini"):
             assert done is not None or not intact, "the undo of an untouched rewind was refused"
             if done is not None:
                 assert Path(session.path).read_bytes() == expected, "undo did not restore bytes"

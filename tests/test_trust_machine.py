@@ -254,7 +254,8 @@ class Actions(RuleBasedStateMachine):
         session = self._session(pick)
         done = self._refusable(lambda: session_rewind_undo(session=session), session)
         expected = self.before_rewind.pop(str(session.session_id), None)
-        rewrites = session.agent in ("claude", "codex")  # Qwen's undo appends instead
+        # Qwen's undo appends instead; Gemini's takes its line back: the old bytes again.
+        rewrites = session.agent in ("claude", "codex", "gemini")
         if done is not None and expected is not None and rewrites:
             assert Path(session.path).read_bytes() == expected, "undo did not restore the bytes"
 
