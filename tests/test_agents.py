@@ -77,6 +77,7 @@ INTERFACE = (
     *DATA,
     *FUNCTIONS,
     "rewind_line",
+    "rewind_marker",
     "rewinds_by_appending",
     "run_args",
     "resume_word",
@@ -110,7 +111,8 @@ def test_every_agent_provides_the_whole_interface(agent: Agent) -> None:
     assert all(isinstance(getattr(agent, name), str) for name in DATA if name != "subagent_files")
     assert all(callable(getattr(agent, name)) for name in FUNCTIONS)
     assert isinstance(agent.subagent_files, bool) and agent.leaf_rule in LEAF_RULES
-    assert agent.rewinds_by_appending is (agent.rewind_line is not None)
+    appends = agent.rewind_line is not None or agent.rewind_marker is not None
+    assert agent.rewinds_by_appending is appends
     assert agent.run_args is None or callable(agent.run_args)
     assert isinstance(agent.resume_word, str) and agent.resume_word.strip()
     assert all(isinstance(name, str) and "/" not in name for name in agent.legacy_roots)
