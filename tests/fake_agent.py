@@ -114,13 +114,7 @@ def title_line(*, session_id: str, title: str, parent_uuid: str | None, base: di
 
 
 def rewind_line(
-    *,
-    session_id: str,
-    parent_uuid: str | None,
-    turn_uuid: str | None = None,
-    removed_turns: int,
-    undo: bool,
-    base: dict,
+    *, session_id: str, parent_uuid: str | None, removed_turns: int, undo: bool, base: dict
 ) -> bytes:
     """Only `APPENDING` (in the tests) rewinds this way; the registered AGENT rewrites."""
     record = {

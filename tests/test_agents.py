@@ -77,6 +77,7 @@ INTERFACE = (
     *DATA,
     *FUNCTIONS,
     "rewind_line",
+    "rewind_marker",
     "rewinds_by_appending",
     "run_args",
     "resume_word",
@@ -98,7 +99,6 @@ INTERFACE = (
     "project_path",
     "results_in_reply",
     "replaces_by_id",
-    "undo_truncates",
 )
 
 EVERY_AGENT = [*REGISTRY.values(), fake_agent.AGENT]
@@ -111,7 +111,8 @@ def test_every_agent_provides_the_whole_interface(agent: Agent) -> None:
     assert all(isinstance(getattr(agent, name), str) for name in DATA if name != "subagent_files")
     assert all(callable(getattr(agent, name)) for name in FUNCTIONS)
     assert isinstance(agent.subagent_files, bool) and agent.leaf_rule in LEAF_RULES
-    assert agent.rewinds_by_appending is (agent.rewind_line is not None)
+    appends = agent.rewind_line is not None or agent.rewind_marker is not None
+    assert agent.rewinds_by_appending is appends
     assert agent.run_args is None or callable(agent.run_args)
     assert isinstance(agent.resume_word, str) and agent.resume_word.strip()
     assert all(isinstance(name, str) and "/" not in name for name in agent.legacy_roots)
@@ -147,16 +148,12 @@ def test_every_agent_reads_back_the_records_it_writes(agent: Agent) -> None:
     record = agent.parse_line(line)
     assert (record.kind, record.title, record.session_id) == (TITLE, "A title", sid)
     if agent.rewind_line is not None:
-        parent, turn = str(uuid.uuid4()), str(uuid.uuid4())
+        parent = str(uuid.uuid4())
         line = agent.rewind_line(
-            session_id=sid, parent_uuid=parent, turn_uuid=turn, removed_turns=2, undo=False, base={}
+            session_id=sid, parent_uuid=parent, removed_turns=2, undo=False, base={}
         )
         record = agent.parse_line(line)
-        assert record.kind == REWIND
-        if agent.undo_truncates:  # Gemini CLI's `$rewindTo` names the turn's first message
-            assert record.message_id == turn
-        else:
-            assert (record.parent_uuid, record.session_id) == (parent, sid)
+        assert (record.kind, record.parent_uuid, record.session_id) == (REWIND, parent, sid)
 
 
 def test_the_registry_and_the_old_constants_agree() -> None:

@@ -21,12 +21,14 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
 - `tool_results(data) -> list[ToolOutcome]`: the tool results a record carries.
 - `title_line(*, session_id, title, parent_uuid, base) -> bytes`: the agent's own
   record naming a session (`base` holds cwd/version/gitBranch of the source).
-- `rewind_line(*, session_id, parent_uuid, turn_uuid, removed_turns, undo, base) ->
-  bytes`, or None: the CLI's own rewind marker (`turn_uuid`: the first record of the
-  first turn it removes; a ValueError says why a turn cannot be rewound to). With one, a
-  rewind (and its undo) only appends, which needs `leaf_rule` LAST_RECORD, unless
-  `undo_truncates` (the undo takes the marker back off the end); without one, the file
-  is rewritten after a backup of the whole file.
+- `rewind_line(*, session_id, parent_uuid, removed_turns, undo, base) -> bytes`,
+  or None: the CLI's own rewind marker. With one, a rewind (and its undo) only
+  appends, which needs `leaf_rule` LAST_RECORD; without one, the file is
+  rewritten after a backup of the whole file.
+- `rewind_marker(prompt_line) -> bytes | None`, or None: for a CLI whose own rewind
+  marker names the first message it drops (Gemini CLI's `{"$rewindTo": id}`), that
+  marker made from the line of the prompt a rewind goes back before (None: the line
+  names no message). A rewind appends it (LAST_RECORD too); its undo cuts it away.
 - the data: `name` (stored in the database, at most 16 characters), `label`,
   `cli` (command name: `<cli> <resume_word> <id>`), `home_folder` (`~/<home_folder>/
   projects` is the default session root), `sessions_subfolder` (session files lie in
@@ -143,6 +145,9 @@ class Agent:
     tool_results: Callable[[dict], list[ToolOutcome]]
     title_line: Callable[..., bytes]
     rewind_line: Callable[..., bytes] | None
+    # The CLI's rewind marker naming the first message it drops, made from that prompt's
+    # line (Gemini CLI's `$rewindTo`); None: the agent has none (see the module docstring).
+    rewind_marker: Callable[[bytes], bytes | None] | None = None
     # Where the CLI keeps its git worktrees, relative to the repository's top level
     # ("" when it has none: forking into a worktree is then refused).
     worktree_folder: str = ""
@@ -206,20 +211,16 @@ class Agent:
     # Whether a reply recorded again under its `id` replaces the earlier record (Gemini
     # CLI): the page then shows the last version only.
     replaces_by_id: bool = False
-    # Whether the undo of an appended rewind marker takes the marker back off the file's
-    # end (Gemini CLI: it has no marker that brings dropped messages back).
-    undo_truncates: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:
             raise ValueError(f"agent name {self.name!r}: 1 to 16 characters (a database column)")
         if self.leaf_rule not in LEAF_RULES:
             raise ValueError(f"agent {self.name}: leaf_rule must be one of {LEAF_RULES}")
-        if self.rewind_line is not None and self.leaf_rule != LAST_RECORD:
+        appends = self.rewind_line is not None or self.rewind_marker is not None
+        if appends and self.leaf_rule != LAST_RECORD:
             # An appended marker steers the resume only where the last record does.
             raise ValueError(f"agent {self.name}: a rewind by appending needs {LAST_RECORD}")
-        if self.undo_truncates and self.rewind_line is None:
-            raise ValueError(f"agent {self.name}: undo_truncates needs a rewind_line")
         if "/" in self.sessions_subfolder or self.sessions_subfolder in (".", ".."):
             raise ValueError(f"agent {self.name}: sessions_subfolder is one folder name")
 
@@ -243,7 +244,7 @@ class Agent:
     @property
     def rewinds_by_appending(self) -> bool:
         """Whether a rewind appends the CLI's own marker instead of rewriting the file."""
-        return self.rewind_line is not None
+        return self.rewind_line is not None or self.rewind_marker is not None
 
     def sessions_folder(self, project_folder: Path) -> Path:
         """The folder of a project that holds its session files."""

@@ -160,20 +160,6 @@ def append_durably(target: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def truncate_durably(target: Path, size: int, tail: bytes) -> bool:
-    """Take `tail` back off the end of a file, fsynced, if the file ends with exactly it
-    at `size`; False (nothing changed) otherwise."""
-    fd = os.open(target, os.O_RDWR | os.O_NOFOLLOW)
-    try:
-        if os.fstat(fd).st_size != size + len(tail) or os.pread(fd, len(tail), size) != tail:
-            return False
-        os.ftruncate(fd, size)
-        os.fsync(fd)
-        return True
-    finally:
-        os.close(fd)
-
-
 def _write_all(fd: int, data: bytes) -> None:
     """Write every byte of `data` to `fd` (a write may take only part), then fsync."""
     view = memoryview(data)

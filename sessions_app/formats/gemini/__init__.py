@@ -5,7 +5,8 @@ then one line per message `{id, timestamp, type: user|gemini|info|error|warning,
 content}` (a `gemini` message with `thoughts`, `toolCalls` holding their results,
 `tokens`, `model`), `{"$set": {...}}` metadata updates (`summary`: the CLI's title for
 the session) and `{"$rewindTo": id}` rewinds. `order.MessageChain` chains the lines as
-the CLI replays them.
+the CLI replays them. A rewind appends the CLI's own `$rewindTo` (`rewind.py`), and a run
+from the page is `gemini --resume <id> --prompt=...` (`running.gemini_run_args`).
 
 The turn rule in the CLI's own words (`convertSessionToClientHistory`): a turn starts at a
 `user` message the CLI sends again on resume, i.e. whose text is not blank and does not
@@ -33,8 +34,10 @@ from ..kinds import (
     USER_OTHER,
     ParsedRecord,
 )
+from ..running import gemini_run_args
 from .order import MESSAGE_TYPES, MessageChain
 from .project import head_session_id, project_path
+from .rewind import rewind_marker
 from .tools import _calls as _calls
 from .tools import _response_text as _response_text
 from .tools import _result_text as _result_text
@@ -48,7 +51,6 @@ from .writing import (
     keeps,
     new_session_id,
     no_folder,
-    rewind_line,
     session_name,
 )
 
@@ -198,8 +200,9 @@ AGENT: Agent = Agent(
     assistant_parts=assistant_parts,
     tool_results=tool_results,
     title_line=title_line,
-    rewind_line=rewind_line,
-    undo_truncates=True,
+    rewind_line=None,
+    rewind_marker=rewind_marker,
+    run_args=gemini_run_args,
     usage_of=gemini_usage,
     line_chain=MessageChain,
     projects_root="tmp",
@@ -218,9 +221,11 @@ AGENT: Agent = Agent(
         beside_source=True,
         keeps=keeps,
     ),
-    # Branch, fork and rewind: `gemini --resume <id>` sends exactly the kept turns
-    # (tests/compat/test_gemini_compat.py, test_gemini_rewind_compat.py). A rewind
-    # appends the CLI's own `$rewindTo`; its undo takes that line back.
+    # Branch and fork: `gemini --resume <new id>` sends exactly the kept turns
+    # (tests/compat/test_gemini_compat.py); after a rewind (an appended `$rewindTo`, also on
+    # a file the CLI resumed) and its undo (cut away) it sends exactly turns 1..N-1, or all
+    # of them again, and a run from the page goes on in the session's own file
+    # (tests/compat/test_gemini_rewind_compat.py).
     can_branch=True,
     can_rewind=True,
 )

@@ -81,25 +81,3 @@ def no_folder(now: datetime) -> str:
 def session_name(new_id: str, now: datetime) -> str:
     """`session-<YYYY-MM-DDTHH-MM>-<id[:8]>.jsonl`, the name the CLI gives a new session."""
     return f"session-{now:%Y-%m-%dT%H-%M}-{new_id[:8]}.jsonl"
-
-
-def rewind_line(
-    *,
-    session_id: str,
-    parent_uuid: str | None,
-    turn_uuid: str | None = None,
-    removed_turns: int,
-    undo: bool,
-    base: dict,
-) -> bytes:
-    """`{"$rewindTo": <the message id of the turn's prompt>}`: the CLI's own rewind, which
-    drops that message and every later one when it replays the file. The undo is no line
-    (`Agent.undo_truncates`: the rewind's line is taken back)."""
-    if undo:
-        return b""
-    # A message's first version has its id as uuid; a later version `<id>@<line>`; a
-    # line whose id could not be a uuid `<session id>:<line>` (`order.py`).
-    message_id = (turn_uuid or "").split("@", 1)[0]
-    if not message_id or ":" in message_id:
-        raise ValueError("its prompt has no message id Gemini CLI could rewind to")
-    return orjson.dumps({"$rewindTo": message_id}) + b"\n"

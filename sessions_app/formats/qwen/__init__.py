@@ -176,13 +176,7 @@ def title_line(*, session_id: str, title: str, parent_uuid: str | None, base: di
 
 
 def rewind_line(
-    *,
-    session_id: str,
-    parent_uuid: str | None,
-    turn_uuid: str | None = None,
-    removed_turns: int,
-    undo: bool,
-    base: dict,
+    *, session_id: str, parent_uuid: str | None, removed_turns: int, undo: bool, base: dict
 ) -> bytes:
     """Qwen Code's `system/rewind` record: resume continues from `parent_uuid`."""
     payload: dict[str, Any] = {"truncatedCount": removed_turns}

@@ -1,10 +1,10 @@
 """Rewind a session in place so the CLI resumes after turn N-1, and undo that rewind.
 
-The agent says which (`Agent.rewinds_by_appending`). Qwen Code has its own mechanism
-(an appended `system/rewind` record), so its rewind and undo only append; Gemini CLI's
-`$rewindTo` is appended too, and its undo takes it back off the end (`appending`). Claude
-Code has none: the whole old file is first saved as a backup session, then the file
-is rewritten to the kept records; undo rebuilds the old file byte for byte from it.
+The agent says which (`Agent.rewinds_by_appending`). Qwen Code and Gemini CLI have
+their own mechanism (`rewinding.appending`: an appended `system/rewind` record, an
+appended `$rewindTo` that the undo cuts away). Claude Code has none: the whole old file
+is first saved as a backup session, then the file is rewritten to the kept records;
+undo rebuilds the old file byte for byte from it.
 Codex has none either (`rewinding.prefix`): the same, its backup written as its forks are.
 """
 
@@ -36,15 +36,18 @@ from ..errors import (
 from ..guards import file_stat, own_write
 from ..registering import Expected, index_written, session_file_of
 from ..titles import backup_title, title_line
-from .appending import append_checked, rewind_appending, truncate_back
+from .appending import append_checked, rewind_appending, rewind_marking, undo_marking
 from .prefix import restore_prefix, rewind_prefix
 
 
 def rewind(session: Session, turn: int) -> Session:
     """Rewind with the agent's own mechanism (guards already passed)."""
-    if (rewind_line := agent_for(session.agent).rewind_line) is not None:
-        return rewind_appending(session, turn, rewind_line)
-    if agent_for(session.agent).prefix_fork is not None:
+    agent = agent_for(session.agent)
+    if agent.rewind_line is not None:
+        return rewind_appending(session, turn, agent.rewind_line)
+    if agent.rewind_marker is not None:
+        return rewind_marking(session, turn, agent.rewind_marker)
+    if agent.prefix_fork is not None:
         return rewind_prefix(session, turn)
     return _rewind_rewriting(session, turn)
 
@@ -63,9 +66,7 @@ def undo(session: Session) -> Session:
         locked = Session.objects.select_for_update().get(pk=session.pk)
         if locked.rewind_undo != state:
             raise NothingToUndo(f"the rewind of session {session.session_id} was already undone")
-        if state.get("appended"):
-            restored = truncate_back(session, state)
-        elif (rewind_line := agent_for(session.agent).rewind_line) is not None:
+        if (rewind_line := agent_for(session.agent).rewind_line) is not None:
             restored = append_checked(
                 session,
                 rewind_line(
@@ -77,6 +78,8 @@ def undo(session: Session) -> Session:
                 ),
                 turns=state.get("turns"),
             )
+        elif state.get("marker"):
+            restored = undo_marking(session, state)
         elif state.get("prefix"):
             restored = restore_prefix(session, state)
         else:
