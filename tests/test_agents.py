@@ -99,6 +99,7 @@ INTERFACE = (
     "project_path",
     "results_in_reply",
     "replaces_by_id",
+    "subagent_folders",
 )
 
 EVERY_AGENT = [*REGISTRY.values(), fake_agent.AGENT]
@@ -111,6 +112,7 @@ def test_every_agent_provides_the_whole_interface(agent: Agent) -> None:
     assert all(isinstance(getattr(agent, name), str) for name in DATA if name != "subagent_files")
     assert all(callable(getattr(agent, name)) for name in FUNCTIONS)
     assert isinstance(agent.subagent_files, bool) and agent.leaf_rule in LEAF_RULES
+    assert isinstance(agent.subagent_folders, bool)
     appends = agent.rewind_line is not None or agent.rewind_marker is not None
     assert agent.rewinds_by_appending is appends
     assert agent.run_args is None or callable(agent.run_args)

@@ -34,7 +34,8 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   projects` is the default session root), `sessions_subfolder` (session files lie in
   `<project>/<sessions_subfolder>/`; "" for the project folder itself, which only
   one agent may use: the layout is how discovery tells agents apart),
-  `subagent_files` (whether `agent-*.jsonl` files are subagent transcripts) and
+  `subagent_files` (whether `agent-*.jsonl` files are subagent transcripts; Gemini CLI's
+  `subagent_folders`: `<sessions folder>/<session id>/<agent id>.jsonl` are) and
   `leaf_rule` (NEWEST_LEAF or LAST_RECORD: where the CLI resumes), and optionally
   `file_history_folder` (where the CLI keeps its file backups, beside its
   projects folder), `run_args` (its command line for a run from the page),
@@ -211,6 +212,8 @@ class Agent:
     # Whether a reply recorded again under its `id` replaces the earlier record (Gemini
     # CLI): the page then shows the last version only.
     replaces_by_id: bool = False
+    # Whether `<sessions folder>/<session id>/*.jsonl` are that session's subagents' chats.
+    subagent_folders: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 16:

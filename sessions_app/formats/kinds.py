@@ -81,6 +81,9 @@ class ParsedRecord:
     forked_from: str | None = None  # the source session of a CLI-made branch
     error: str | None = None
     dropped: tuple[str, ...] = ()
+    # A line that replaces the whole history (Gemini CLI's `$set.messages`): the message
+    # ids it keeps, in order; None for any other line.
+    replaces: tuple[str, ...] | None = None
 
 
 def collapse(text: str, limit: int = 100) -> str:

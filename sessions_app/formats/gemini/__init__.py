@@ -4,15 +4,18 @@ Line 1 is the session's metadata `{sessionId, projectHash, startTime, lastUpdate
 then one line per message `{id, timestamp, type: user|gemini|info|error|warning,
 content}` (a `gemini` message with `thoughts`, `toolCalls` holding their results,
 `tokens`, `model`), `{"$set": {...}}` metadata updates (`summary`: the CLI's title for
-the session) and `{"$rewindTo": id}` rewinds. `order.MessageChain` chains the lines as
-the CLI replays them. A rewind appends the CLI's own `$rewindTo` (`rewind.py`), and a run
-from the page is `gemini --resume <id> --prompt=...` (`running.gemini_run_args`).
+the session; `messages`: the whole history, replacing the list) and `{"$rewindTo": id}`
+rewinds. `order.MessageChain` chains the lines as the CLI replays them. Sub-agent chats
+(`chats/<parent id>/<agent id>.jsonl`, metadata `kind: subagent`) are the parent's
+subagents (`subagent_folders`). A rewind appends the CLI's own `$rewindTo` (`rewind.py`),
+and a run from the page is `gemini --resume <id> --prompt=...` (`running.gemini_run_args`).
 
 The turn rule in the CLI's own words (`convertSessionToClientHistory`): a turn starts at a
 `user` message the CLI sends again on resume, i.e. whose text is not blank and does not
 start with `/`, `?`, `<session_context>` or `<hook_context>`. A user message holding only
-`functionResponse` parts is a tool result. The older one-document `.json` files, sub-agent
-chats (`chats/<parent id>/`) and `/chat save` checkpoints are not read here.
+`functionResponse` parts is a tool result. The older one-document `.json` files are not
+read here (pretty-printed over hundreds of lines, they fit no row per line), nor are
+`/chat save` checkpoints (`tmp/<slug>/checkpoint-<tag>.json`: no session).
 """
 
 from __future__ import annotations
@@ -110,6 +113,13 @@ def parse_line(raw: bytes) -> ParsedRecord:
         record.message_id = bounded(record, data, "$rewindTo", 128)
     elif isinstance(data.get("$set"), dict):
         record.raw_type = "$set"
+        messages = data["$set"].get("messages")
+        if isinstance(messages, list):
+            # The CLI's replay drops every message and keeps these, in this order.
+            record.raw_type = "$set.messages"
+            record.replaces = tuple(
+                m["id"] for m in messages if isinstance(m, dict) and isinstance(m.get("id"), str)
+            )
         summary = data["$set"].get("summary")
         if isinstance(summary, str) and summary.strip():
             # The CLI's model wrote it, as Claude Code's ai-title: a person's title wins.
@@ -211,6 +221,7 @@ AGENT: Agent = Agent(
     project_path=project_path,
     results_in_reply=True,
     replaces_by_id=True,
+    subagent_folders=True,
     prefix_fork=PrefixFork(
         turn_opening=frozenset(),
         refusal=fork_refusal,

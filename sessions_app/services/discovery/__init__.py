@@ -181,6 +181,12 @@ def _project_files(
             yield found
         else:
             misnamed.append(path)
+    if agent.subagent_folders:  # `chats/<session id>/<agent id>.jsonl` (Gemini CLI)
+        for entry in _entries(sessions):
+            owner, inner = entry.name, sessions / entry.name
+            if is_session_id(owner) and _real_folder(inner, problems):
+                for path in _jsonl_files(inner, problems):
+                    yield SessionFile(path, agent.name, root, folder, None, owner.lower())
     if not agent.subagent_files:
         return
     for entry in _entries(folder):

@@ -82,6 +82,15 @@ def _project_path(root: Path, path: Path, parts: tuple[str, ...], mode: int) -> 
             files.extend([found] if found is not None else [])
             misnamed.extend([path] if found is None else [])
     elif (
+        agent.subagent_folders
+        and len(inner) == 3
+        and inner[0] == agent.sessions_subfolder
+        and is_session_id(inner[1])
+        and _real_folder(path.parent, problems)
+        and _regular(path, mode, problems)
+    ):
+        files.append(SessionFile(path, agent.name, root, folder, None, inner[1].lower()))
+    elif (
         agent.subagent_files
         and len(inner) == 3
         and is_session_id(inner[0])

@@ -98,7 +98,7 @@ class FileReader:
         if agent.line_chain is not None:
             # A CLI without a uuid chain: the agent links its lines by their order.
             earlier = self._earlier(first_line)
-            chain = agent.line_chain(first_line, earlier, str(self.own_id or ""))
+            chain = agent.line_chain(first_line, earlier, self.own_id or self.source.path.stem)
             link = chain.link
             parse_one = parse_line
 
