@@ -176,6 +176,7 @@ RUN_COMMANDS = {
     "claude": os.environ.get("BRANCHBOARD_CLAUDE_COMMAND", ""),
     "qwen": os.environ.get("BRANCHBOARD_QWEN_COMMAND", ""),
     "codex": os.environ.get("BRANCHBOARD_CODEX_COMMAND", ""),
+    "gemini": os.environ.get("BRANCHBOARD_GEMINI_COMMAND", ""),
 }
 # Seconds a stopped run is given after the interrupt before it is terminated (then killed).
 RUN_STOP_GRACE = env_int("BRANCHBOARD_RUN_STOP_GRACE", 5)

@@ -77,6 +77,7 @@ INTERFACE = (
     *DATA,
     *FUNCTIONS,
     "rewind_line",
+    "rewind_marker",
     "rewinds_by_appending",
     "run_args",
     "resume_word",
@@ -118,7 +119,8 @@ def test_every_agent_provides_the_whole_interface(agent: Agent) -> None:
         assert documents.suffix.startswith(".") and documents.suffix != ".jsonl"
         assert callable(documents.records) and callable(documents.continuation)
         assert isinstance(documents.refusal, str) and documents.refusal
-    assert agent.rewinds_by_appending is (agent.rewind_line is not None)
+    appends = agent.rewind_line is not None or agent.rewind_marker is not None
+    assert agent.rewinds_by_appending is appends
     assert agent.run_args is None or callable(agent.run_args)
     assert isinstance(agent.resume_word, str) and agent.resume_word.strip()
     assert all(isinstance(name, str) and "/" not in name for name in agent.legacy_roots)

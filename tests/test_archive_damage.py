@@ -10,7 +10,7 @@ from django.core.cache import cache
 from sessions_app.models import ArchivePiece, Session
 from sessions_app.services import archive
 from sessions_app.services.archive import ArchiveCorrupt, session_open
-from sessions_app.services.archive_health import archive_damage
+from sessions_app.services.archive.health import archive_damage
 from sessions_app.services.importing import sessions_import
 
 from .test_api import api

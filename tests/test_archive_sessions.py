@@ -52,7 +52,10 @@ def test_a_removed_session_is_marked_and_its_pages_and_export_keep_working(
     page = client.get(f"/sessions/{WEBAPP_ID}/")
     text = page.content.decode()
     assert page.status_code == 200
-    assert f"archived: the file was removed on {session.file_removed_at:%Y-%m-%d}" in text
+    assert f"removed from disk on {session.file_removed_at:%Y-%m-%d}, kept here" in text
+    # "archived" is Codex's word for its own archive folder (the cli-archived badge).
+    badge = text.split('id="file-removed"', 1)[1].split("</span>", 1)[0].split(">", 1)[1]
+    assert "archived" not in badge
     assert "Restore to disk" in text
     # The transcript's records are read from the archive: the first prompt's text is shown.
     first = session.records.turn_starts().order_by("line").first()
@@ -62,7 +65,8 @@ def test_a_removed_session_is_marked_and_its_pages_and_export_keep_working(
     # Markdown and HTML exports read every record: from the archive, the same as from the file.
     assert [b"".join(client.get(url).streaming_content) for url in exports] == before
     listed = client.get(f"/projects/{session.project_id}/?removed=1").content.decode()
-    assert "archived: file removed" in listed and WEBAPP_ID in listed
+    assert "removed from disk, kept here" in listed and WEBAPP_ID in listed
+    assert "archived: file removed" not in listed
     others = session.project.sessions.exclude(pk=session.pk).filter(is_subagent=False)
     for other in others:
         assert str(other.session_id) not in listed

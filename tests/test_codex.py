@@ -287,6 +287,10 @@ def test_an_archived_session_is_marked_on_its_page_and_in_the_lists(
     assert listing.count(badge) == 1
     recent = client.get("/recent/").content.decode()
     assert recent.count(badge) == 1 and THREE_TURNS in recent
+    # Two words for two things: Codex's own archive is not branchboard's "file removed".
+    page = client.get(f"/sessions/{THREE_TURNS}/").content.decode()
+    assert f"{badge} " in page or badge in page
+    assert "archived in Codex CLI</span>" in page and "removed from disk" not in page
     other = Session.objects.get(session_id="01a21760-ac42-7d62-8bb2-5e68454e4bcc")
     assert badge not in client.get(f"/sessions/{other.session_id}/").content.decode()
 

@@ -12,7 +12,7 @@ import pytest
 from sessions_app.formats import PROMPT, REWIND, TOOL_RESULT, USER_OTHER, agent_for, parse_line
 from sessions_app.models import Record, Session, Usage
 from sessions_app.selectors.usage.sessions import session_usage
-from sessions_app.services.branching import BranchingUnsupported, session_fork, session_rewind
+from sessions_app.services.branching import session_fork
 from sessions_app.services.discovery import discover
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.searching import search_refresh
@@ -209,19 +209,6 @@ def test_a_fork_leaves_out_the_lines_naming_the_source(tmp_path: Path) -> None:
 
 def before_lines(home: Path) -> list[bytes]:
     return (home / "tmp/demo-app/chats" / SOURCE_NAME).read_bytes().splitlines()
-
-
-def test_gemini_sessions_are_not_rewound_yet(tmp_path: Path) -> None:
-    gemini = agent_for("gemini")
-    assert gemini.can_branch is True and gemini.can_rewind is False and gemini.run_args is None
-    home = _import(tmp_path)
-    session = Session.objects.get(session_id=DEMO)
-    before = before_lines(home)
-
-    with pytest.raises(BranchingUnsupported):
-        session_rewind(session=session, turn=2)
-
-    assert before_lines(home) == before
 
 
 # --- Shown: thoughts, tool calls with their results, notes; found by search.

@@ -11,7 +11,7 @@ import pytest
 
 from sessions_app.formats import PROMPT
 from sessions_app.models import Record, Session, Usage
-from sessions_app.services.branching import BranchError, session_fork
+from sessions_app.services.branching import BranchError, session_fork, session_rewind
 from sessions_app.services.discovery import discover
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.usage import usage_refresh
@@ -104,6 +104,29 @@ def test_discovery_takes_chats_and_subagent_chats_and_nothing_else(tmp_path: Pat
     # `/chat save` checkpoints (a quoted tag too), `logs.json` and `checkpoints/` restore
     # files are none of the chats: not sessions, not even misnamed ones.
     assert misnamed == [] and problems == []
+
+
+SAME_MINUTE = Path(__file__).parent / "fixtures" / "gemini_same_minute"
+SAME_MINUTE_ID = "dc0edc3c-af6b-4f5e-9552-4776a47da969"
+
+
+def test_a_resume_in_the_same_minute_keeps_the_history_it_lists_again(tmp_path: Path) -> None:
+    """Written by the real gemini 0.61.0 ("alpha one", then `--resume latest` "bravo two"
+    in the same minute): the resume's first lines join the file, a second metadata line and
+    `$set.messages` of the context alone, then the whole history again. The CLI replays
+    both prompts; so must the chain (main's reader lost "alpha one"), and a fork of it
+    reads back whole."""
+    home = tmp_path / ".gemini"
+    shutil.copytree(SAME_MINUTE, home)
+    assert not sessions_import(roots=[home / "tmp"]).errors
+    session = Session.objects.get(session_id=SAME_MINUTE_ID)
+
+    prompts = Record.objects.filter(session=session, kind=PROMPT, active=True).order_by("line")
+    assert [(r.text, r.turn) for r in prompts] == [("alpha one", 1), ("bravo two", 2)]
+    assert session.turn_count == 2
+
+    fork = session_fork(session=session, turn=1)
+    assert fork.turn_count == 1
 
 
 # --- Older releases' one-document `session-*.json` files.
@@ -250,6 +273,8 @@ def test_a_document_is_not_forked_and_says_why(tmp_path: Path) -> None:
 
     with pytest.raises(BranchError, match="resume it once"):
         session_fork(session=session, turn=1)
+    with pytest.raises(BranchError, match="resume it once"):
+        session_rewind(session=session, turn=2)  # a `$rewindTo` would break the document
 
     assert sorted(p.name for p in (home / OLD_DOC).parent.iterdir()) == before
 

@@ -1,7 +1,7 @@
 """A stateful property test of the team hub: whatever a machine does, the hub stays true.
 
-A laptop's home (Claude, Qwen and Codex sessions of the fixtures) pushes to a hub that is this
-test's live server, over HTTP. Random sequences of: a CLI appending lines (sometimes
+A laptop's home (Claude, Qwen, Codex and Gemini sessions of the fixtures) pushes to a hub that is
+this test's live server, over HTTP. Random sequences of: a CLI appending lines (sometimes
 a half-written last line, completed later), rewind, undo and fork on the laptop,
 a session file deleted there, a push, a push cut off after a few chunks (before a
 request, or after it with the answer lost), a hub restart (its files and database
@@ -106,8 +106,12 @@ SESSIONS = [
         ".codex/sessions/2026/11/26/"
         "rollout-2026-11-26T10-22-20-01a21760-a9c0-7191-881d-5cbb883febdf.jsonl",
     ),
+    (
+        "gemini/tmp/demo-app/chats/session-2026-11-20T10-00-1a2b3c4d.jsonl",
+        ".gemini/tmp/demo-app/chats/session-2026-11-20T10-00-1a2b3c4d.jsonl",
+    ),
 ]
-ROOTS = [".claude/projects", ".qwen/projects", ".codex/sessions"]
+ROOTS = [".claude/projects", ".qwen/projects", ".codex/sessions", ".gemini/tmp"]
 EXAMPLES = int(os.environ.get("BRANCHBOARD_PROPERTY_EXAMPLES", "5"))
 STEPS = int(os.environ.get("BRANCHBOARD_PROPERTY_STEPS", "12"))
 # Small chunks, so that a fixture session goes in several and a push can stop between them.
@@ -274,7 +278,8 @@ class HubAndLaptop(RuleBasedStateMachine):
         sessions_import(roots=[self.home / root for root in ROOTS])
         session = Session.objects.get(namespace="", path=str(self.home / inside))
         done = self._refusable(lambda: session_rewind_undo(session=session))
-        if session.agent != "qwen":  # Qwen's undo appends a line; the others rewrite
+        # Qwen's undo appends a line; these give the old bytes back (Gemini: its line taken back).
+        if session.agent in ("claude", "codex", "gemini"):
             assert done is not None or not intact, "the undo of an untouched rewind was refused"
             if done is not None:
                 assert Path(session.path).read_bytes() == expected, "undo did not restore bytes"

@@ -2,7 +2,7 @@
 
 Random sequences of import, a running CLI appending real lines, rewind, undo,
 fork, branch, edit & fork, re-import, a source file deleted (as a CLI's cleanup does)
-and restored from the archive, over real sessions of the three agents. After every
+and restored from the archive, over real sessions of the four agents. After every
 step: every line of every session file parses; unless a CLI appended since the last
 import, the index equals a fresh import of the same files plus the archive (each
 deleted file's archived bytes put back where it was) into an empty index (records,
@@ -64,6 +64,9 @@ SESSIONS = [
     "cli/codex/sessions/2026/11/26/rollout-2026-11-26T10-22-20-01a21760-a9c0-7191-881d-5cbb883febdf.jsonl",
     "cli/codex/sessions/2026/11/26/rollout-2026-11-26T10-22-21-01a21760-ac42-7d62-8bb2-5e68454e4bcc.jsonl",
     "cli/codex/sessions/2026/11/26/rollout-2026-11-26T10-29-07-01a21766-de59-75e3-9552-c2130690b4b1.jsonl",
+    # Gemini CLI: a rewind (`$rewindTo`), a reply re-recorded under its id, notes; a one-turn chat.
+    "gemini/tmp/demo-app/chats/session-2026-11-20T10-00-1a2b3c4d.jsonl",
+    "gemini/tmp/other/chats/session-2026-11-22T12-00-5e6f7a8b.jsonl",
 ]
 EXAMPLES = int(os.environ.get("BRANCHBOARD_PROPERTY_EXAMPLES", "12"))
 STEPS = int(os.environ.get("BRANCHBOARD_PROPERTY_STEPS", "12"))
@@ -111,10 +114,34 @@ def codex_append(path: Path) -> None:
         f.write(b"".join(out))
 
 
+def gemini_append(path: Path) -> None:
+    """Append one turn the way Gemini CLI does: its first prompt's messages (to the next user
+    message) under new ids, with a new prompt, then the `$set` of `lastUpdated` it writes."""
+    records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    users = [i for i, r in enumerate(records) if r.get("type") == "user" and "id" in r]
+    if not users:
+        return
+    end = users[1] if len(users) > 1 else len(records)
+    out, stamp = [], ""
+    for n, record in enumerate(r for r in records[users[0] : end] if "id" in r):
+        tick = next(_clock)
+        stamp = f"2027-01-01T{tick // 3600 % 24:02d}:{tick // 60 % 60:02d}:{tick % 60:02d}.000Z"
+        record.update(id=str(uuid.uuid4()), timestamp=stamp)
+        if n == 0:
+            record["content"] = [{"text": f"appended prompt {tick}"}]
+            record.pop("displayContent", None)
+        out.append(orjson.dumps(record) + b"\n")
+    out.append(orjson.dumps({"$set": {"lastUpdated": stamp}}) + b"\n")
+    with path.open("ab") as f:
+        f.write(b"".join(out))
+
+
 def cli_append(path: Path) -> None:
     """Append one turn the way a running CLI does: its first turn's lines, re-chained."""
     if path.name.startswith("rollout-"):
         return codex_append(path)
+    if path.name.startswith("session-"):
+        return gemini_append(path)
     nodes, analysis = analyse_file(path)
     if not analysis.prompt_lines:
         return
@@ -153,10 +180,11 @@ class Actions(RuleBasedStateMachine):
     def start(self) -> None:
         Session.objects.all().delete()
         Project.objects.all().delete()
-        # One folder holding a root of Claude's and Qwen's project folders and a root of
-        # Codex's dated folders (`sessions/YYYY/MM/DD`), as the CLIs keep them.
+        # One folder holding a root of Claude's and Qwen's project folders, a root of
+        # Codex's dated folders (`sessions/YYYY/MM/DD`) and Gemini CLI's `tmp/<project>/chats`,
+        # as the CLIs keep them.
         self.root = Path(tempfile.mkdtemp(prefix="bb-machine-"))
-        self.roots = [self.root / "projects", self.root / "sessions"]
+        self.roots = [self.root / "projects", self.root / "sessions", self.root / "tmp"]
         # A restore writes only under a configured root.
         self.configured = override_settings(SESSION_ROOTS=self.roots)
         self.configured.enable()
@@ -170,9 +198,11 @@ class Actions(RuleBasedStateMachine):
         self.appended = False
         sessions_import(roots=self.roots)
         agents = Session.objects.values_list("agent", flat=True)
-        assert sorted(set(agents)) == ["claude", "codex", "qwen"]  # all three driven
+        assert sorted(set(agents)) == ["claude", "codex", "gemini", "qwen"]  # all four driven
 
     def _target(self, relpath: str) -> Path:
+        if relpath.startswith("gemini/"):
+            return self.root / relpath.removeprefix("gemini/")
         inside = relpath.split("/", 2)[2]
         if inside.startswith("sessions/"):
             return self.root / inside
@@ -224,7 +254,8 @@ class Actions(RuleBasedStateMachine):
         session = self._session(pick)
         done = self._refusable(lambda: session_rewind_undo(session=session), session)
         expected = self.before_rewind.pop(str(session.session_id), None)
-        rewrites = session.agent in ("claude", "codex")  # Qwen's undo appends instead
+        # Qwen's undo appends instead; Gemini's takes its line back: the old bytes again.
+        rewrites = session.agent in ("claude", "codex", "gemini")
         if done is not None and expected is not None and rewrites:
             assert Path(session.path).read_bytes() == expected, "undo did not restore the bytes"
 

@@ -26,7 +26,7 @@ from ..pages.search import BadSearch, link_hits, search_query
 from ..permissions import WORKTREE_PERMISSION
 from ..refusals import BodyTooLarge, LengthRequired, WorktreeForbidden, status_of
 from ..selectors.search import search
-from ..services.archive_health import archive_damage
+from ..services.archive.health import archive_damage
 from ..services.audit import API, actor_of_request, audit_record
 from ..services.branching import BranchError, session_rewind, session_rewind_undo
 from ..services.branching.inputs import flag_input, fork_input, rewind_input

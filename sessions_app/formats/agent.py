@@ -25,6 +25,10 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   or None: the CLI's own rewind marker. With one, a rewind (and its undo) only
   appends, which needs `leaf_rule` LAST_RECORD; without one, the file is
   rewritten after a backup of the whole file.
+- `rewind_marker(prompt_line) -> bytes | None`, or None: for a CLI whose own rewind
+  marker names the first message it drops (Gemini CLI's `{"$rewindTo": id}`), that
+  marker made from the line of the prompt a rewind goes back before (None: the line
+  names no message). A rewind appends it (LAST_RECORD too); its undo cuts it away.
 - the data: `name` (stored in the database, at most 16 characters), `label`,
   `cli` (command name: `<cli> <resume_word> <id>`), `home_folder` (`~/<home_folder>/
   projects` is the default session root), `sessions_subfolder` (session files lie in
@@ -143,6 +147,9 @@ class Agent:
     tool_results: Callable[[dict], list[ToolOutcome]]
     title_line: Callable[..., bytes]
     rewind_line: Callable[..., bytes] | None
+    # The CLI's rewind marker naming the first message it drops, made from that prompt's
+    # line (Gemini CLI's `$rewindTo`); None: the agent has none (see the module docstring).
+    rewind_marker: Callable[[bytes], bytes | None] | None = None
     # Where the CLI keeps its git worktrees, relative to the repository's top level
     # ("" when it has none: forking into a worktree is then refused).
     worktree_folder: str = ""
@@ -216,7 +223,8 @@ class Agent:
             raise ValueError(f"agent name {self.name!r}: 1 to 16 characters (a database column)")
         if self.leaf_rule not in LEAF_RULES:
             raise ValueError(f"agent {self.name}: leaf_rule must be one of {LEAF_RULES}")
-        if self.rewind_line is not None and self.leaf_rule != LAST_RECORD:
+        appends = self.rewind_line is not None or self.rewind_marker is not None
+        if appends and self.leaf_rule != LAST_RECORD:
             # An appended marker steers the resume only where the last record does.
             raise ValueError(f"agent {self.name}: a rewind by appending needs {LAST_RECORD}")
         if "/" in self.sessions_subfolder or self.sessions_subfolder in (".", ".."):
@@ -242,7 +250,7 @@ class Agent:
     @property
     def rewinds_by_appending(self) -> bool:
         """Whether a rewind appends the CLI's own marker instead of rewriting the file."""
-        return self.rewind_line is not None
+        return self.rewind_line is not None or self.rewind_marker is not None
 
     def sessions_folder(self, project_folder: Path) -> Path:
         """The folder of a project that holds its session files."""

@@ -21,10 +21,15 @@ own `--help` (claude 2.1.328, qwen 0.24.4, codex 0.169.0) and tried against them
   approval fails instead of waiting for a person who is not there); full =
   `--dangerously-bypass-approvals-and-sandbox`. `--skip-git-repo-check`: the session
   already ran in that folder. The model provider and its base URL are the user's
-  own (`$CODEX_HOME/config.toml`, e.g. `openai_base_url`), as for `codex` typed by hand.
+  own (`$CODEX_HOME/config.toml`, e.g. `openai_base_url`), as for `codex` typed by hand;
+- gemini (0.61.0): `--resume ID --output-format stream-json --approval-mode M
+  --skip-trust [--model X] --prompt=PROMPT` (`--prompt`/`-p` is its non-interactive mode;
+  `--skip-trust` trusts the session's folder for this run: in a folder never trusted it
+  exits 55 without it; the `=` form as for qwen).
 
 Each CLI's JSON event stream is read by `run_event`, which knows the events by their
-shape: claude's `result`/`system` events, codex's `error` and `turn.failed`.
+shape: claude's `result`/`system` events, codex's `error` and `turn.failed`, gemini's
+`result` with `status: error` (its `error` events are notes, as codex's).
 """
 
 from __future__ import annotations
@@ -113,6 +118,18 @@ def codex_run_args(*, session_id: str, prompt: str, mode: str, model: str) -> li
     return [*args, "--", prompt]
 
 
+GEMINI_MODES = {"plan": "plan", "edits": "auto_edit", "full": "yolo"}
+
+
+def gemini_run_args(*, session_id: str, prompt: str, mode: str, model: str) -> list[str]:
+    """Gemini CLI's arguments (after the command) to carry session `session_id` on."""
+    args = ["--resume", session_id, "--output-format", "stream-json"]
+    args += ["--approval-mode", GEMINI_MODES[mode], "--skip-trust"]
+    if model:
+        args += ["--model", model]
+    return [*args, f"--prompt={prompt}"]
+
+
 @dataclass(frozen=True)
 class RunEvent:
     """What one streamed event says about a run: the CLI failed, or it waits and retries."""
@@ -134,6 +151,10 @@ def run_event(event: dict) -> RunEvent | None:
             note=f"The API answered {event.get('error_status')} ({event.get('error')}); the CLI "
             f"tries again{wait} (attempt {event.get('attempt')} of {event.get('max_retries')})."
         )
+    if kind == "result" and event.get("status") == "error":  # gemini
+        error = event.get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+        return RunEvent(failure=str(message or "the run failed"))
     if kind == "turn.failed":  # codex: the turn ended on an error
         error = event.get("error")
         message = error.get("message") if isinstance(error, dict) else error

@@ -17,7 +17,7 @@ from ..permissions import can_manage_worktrees, can_run, can_write
 from ..resume import in_legacy_folder, resume_command
 from ..selectors.usage.sessions import session_usage
 from ..selectors.worktrees import file_backups_kept, worktree_possible
-from ..services.archive_health import archive_damage
+from ..services.archive.health import archive_damage
 from ..services.branching import branching_refusal
 from ..services.runs import run_refresh
 from ..transcript import PAGE_LIMITS, Page, build_page

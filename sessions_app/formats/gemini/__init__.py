@@ -7,7 +7,8 @@ content}` (a `gemini` message with `thoughts`, `toolCalls` holding their results
 the session; `messages`: the whole history, replacing the list) and `{"$rewindTo": id}`
 rewinds. `order.MessageChain` chains the lines as the CLI replays them. Sub-agent chats
 (`chats/<parent id>/<agent id>.jsonl`, metadata `kind: subagent`) are the parent's
-subagents (`subagent_folders`).
+subagents (`subagent_folders`). A rewind appends the CLI's own `$rewindTo` (`rewind.py`),
+and a run from the page is `gemini --resume <id> --prompt=...` (`running.gemini_run_args`).
 
 The turn rule in the CLI's own words (`convertSessionToClientHistory`): a turn starts at a
 `user` message the CLI sends again on resume, i.e. whose text is not blank and does not
@@ -37,9 +38,11 @@ from ..kinds import (
     USER_OTHER,
     ParsedRecord,
 )
+from ..running import gemini_run_args
 from .document import DOCUMENT_SUFFIX, REFUSAL, continuation, document_records
 from .order import MESSAGE_TYPES, MessageChain
 from .project import head_session_id, project_path
+from .rewind import rewind_marker
 from .tools import _calls as _calls
 from .tools import _response_text as _response_text
 from .tools import _result_text as _result_text
@@ -213,6 +216,8 @@ AGENT: Agent = Agent(
     tool_results=tool_results,
     title_line=title_line,
     rewind_line=None,
+    rewind_marker=rewind_marker,
+    run_args=gemini_run_args,
     usage_of=gemini_usage,
     line_chain=MessageChain,
     projects_root="tmp",
@@ -234,8 +239,10 @@ AGENT: Agent = Agent(
         keeps=keeps,
     ),
     # Branch and fork: `gemini --resume <new id>` sends exactly the kept turns
-    # (tests/compat/test_gemini_compat.py). Rewind and runs from the page are not offered
-    # until the real CLI is shown to resume them as intended.
+    # (tests/compat/test_gemini_compat.py); after a rewind (an appended `$rewindTo`, also on
+    # a file the CLI resumed) and its undo (cut away) it sends exactly turns 1..N-1, or all
+    # of them again, and a run from the page goes on in the session's own file
+    # (tests/compat/test_gemini_rewind_compat.py).
     can_branch=True,
-    can_rewind=False,
+    can_rewind=True,
 )

@@ -14,8 +14,9 @@ line before it, except:
   it is the history it keeps (a message the list leaves out falls on an abandoned
   branch), and only the ids it lists are known afterwards (a later line with a dropped id
   is a new message, a rewind to one clears everything, as in the CLI). A list naming no
-  message read before (the a2a server's stub) hangs off nothing: none of its messages is
-  a line of its own, so the replay holds no line. The list is taken to be the chain it
+  message read before (the context alone, which a resume writes first) hangs off the
+  first line, the session's metadata: none of its messages is a line of its own, so the
+  history holds no message. The list is taken to be the chain it
   ends at, as every list the CLI writes is (its history so far, or a cut of it).
 A message's first version has its id as uuid (a copy of it is the same message); other
 lines `<session id>:<line>`, a repeated version `<id>@<line>`.
@@ -49,6 +50,10 @@ class MessageChain:
         self.parents: dict[str, str | None] = {}
         self.ids: dict[str, str] = {}  # message id -> uuid of its first version
         self.latest: dict[str, str] = {}  # message id -> uuid of its last version
+        # The same for every message ever read, a list dropped it or not: a later list
+        # may name it again (a resume in the same minute writes `[context]`, then the
+        # whole history), and its row is then where the history goes on from.
+        self.ever: dict[str, tuple[str, str]] = {}  # message id -> (first, last version)
         self.loaded = first_line == 0
 
     def _load(self) -> None:
@@ -61,8 +66,11 @@ class MessageChain:
             if ":" not in uuid and "@" not in uuid:
                 self.ids.setdefault(uuid, uuid)
                 self.latest[uuid] = uuid
+                self.ever[uuid] = (uuid, uuid)
             elif "@" in uuid:
-                self.latest[uuid.rsplit("@", 1)[0]] = uuid
+                message_id = uuid.rsplit("@", 1)[0]
+                self.latest[message_id] = uuid
+                self.ever[message_id] = (self.ever.get(message_id, (uuid,))[0], uuid)
             self.previous = uuid  # in line order: the last one is the line before this read
 
     def link(self, record: ParsedRecord) -> ParsedRecord:
@@ -93,6 +101,7 @@ class MessageChain:
                 uuid = message_id
                 self.ids[message_id] = uuid
             self.latest[message_id] = uuid
+            self.ever[message_id] = (self.ever.get(message_id, (uuid,))[0], uuid)
         record.uuid, record.parent_uuid = uuid, parent
         self.parents[uuid] = parent
         self.previous = uuid
@@ -100,7 +109,9 @@ class MessageChain:
 
     def _replace(self, kept: tuple[str, ...]) -> str | None:
         """The parent of a `$set.messages` line keeping `kept`; forgets the other ids."""
-        known = [m for m in kept if m in self.ids]
-        self.ids = {m: self.ids[m] for m in known}
-        self.latest = {m: self.latest.get(m, self.ids[m]) for m in known}
-        return self.latest[known[-1]] if known else None
+        known = [m for m in kept if m in self.ever]
+        self.ids = {m: self.ids.get(m, self.ever[m][0]) for m in known}
+        self.latest = {m: self.ever[m][1] for m in known}
+        # A list of none of them (only context the CLI wrote into it): an empty history,
+        # the session's first line (its metadata) and nothing after it.
+        return self.latest[known[-1]] if known else f"{self.session_id}:0"

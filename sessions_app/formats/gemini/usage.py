@@ -21,11 +21,13 @@ def gemini_usage(data: dict[str, Any]) -> MessageUsage | None:
     if data.get("type") != "gemini" or not isinstance(tokens, dict) or not key:
         return None
     prompt, cached = _count(tokens, "input"), _count(tokens, "cached")
+    thoughts = _count(tokens, "thoughts")
     return MessageUsage(
         key,
         _text(data.get("model"), MODEL_LIMIT),
         max(0, prompt - cached) + _count(tokens, "tool"),
-        _count(tokens, "output") + _count(tokens, "thoughts"),
+        _count(tokens, "output") + thoughts,
         0,
         min(cached, prompt) if prompt else cached,
+        reasoning=thoughts,  # of the output, shown apart as Codex's reasoning is
     )

@@ -22,7 +22,7 @@ from markdown_it import MarkdownIt
 from ... import selectors
 from ...models import Session
 from ...rendering import MARKDOWN_LIMIT, chips_text, split_reminders
-from ...services.archive_health import archive_damage
+from ...services.archive.health import archive_damage
 from ...transcript import ToolCall, Turn, build_turns
 from .items import diff_text, image_note, todo_text, with_subagents
 

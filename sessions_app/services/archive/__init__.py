@@ -47,7 +47,7 @@ PIECE_BYTES = 1 << 18
 # 0.20 s of CPU against 0.33 s at zstd's default 3, for 22.0 MB instead of 21.5 MB; higher
 # levels cost the import more than they save. Any level reads back the same.
 LEVEL = 1
-# How long a verdict on a session's pieces is kept (seconds; `archive_health`): bytes
+# How long a verdict on a session's pieces is kept (seconds; `archive.health`): bytes
 # rewritten in the database at the same size are noticed by the next read, or after this.
 VERDICT_SECONDS = 3600
 

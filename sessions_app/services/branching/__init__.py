@@ -155,7 +155,8 @@ def session_rewind(*, session: Session, turn: int) -> Session:
 
 def session_rewind_undo(*, session: Session) -> Session:
     """Undo the last rewind: Qwen Code's file gets a record appended that brings the turns
-    back (its file keeps growing); Claude Code's and Codex's file is rebuilt byte for byte."""
+    back (its file keeps growing); Gemini CLI's loses the `$rewindTo` line the rewind added;
+    Claude Code's and Codex's file is rebuilt byte for byte."""
     with refusing_on_stale(session):
         check_not_pushed(session, "an undo")
         check_paths(session)

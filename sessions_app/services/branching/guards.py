@@ -75,7 +75,13 @@ def check_paths(session: Session) -> None:
         raise BranchingUnsupported(documents.refusal)  # an older release's one document
     # A name that holds part of the id (Gemini CLI): the file's first line names it.
     named_inside = agent.sessions_root or agent.head_session_id is not None
-    if agent.session_id_of(path) != str(session.session_id).lower() or (
+    named_id = agent.session_id_of(path)
+    if named_id is None and agent.head_session_id is not None and not os.path.lexists(path):
+        # Gone, read from the archive: the name holds the id's first 8 characters at its end.
+        short = str(session.session_id).lower()[:8]
+        named = agent.is_session_path(path.relative_to(session.project.root))
+        named_id = str(session.session_id).lower() if named and path.stem.endswith(short) else None
+    if named_id != str(session.session_id).lower() or (
         not named_inside and path.name != f"{session.session_id}.jsonl"
     ):
         raise OutsideRoots(f"{path} is not named after its session; refusing to write near it")

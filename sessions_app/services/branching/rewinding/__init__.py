@@ -1,9 +1,10 @@
 """Rewind a session in place so the CLI resumes after turn N-1, and undo that rewind.
 
-The agent says which (`Agent.rewinds_by_appending`). Qwen Code has its own mechanism
-(an appended `system/rewind` record), so its rewind and undo only append. Claude
-Code has none: the whole old file is first saved as a backup session, then the file
-is rewritten to the kept records; undo rebuilds the old file byte for byte from it.
+The agent says which (`Agent.rewinds_by_appending`). Qwen Code and Gemini CLI have
+their own mechanism (`rewinding.appending`: an appended `system/rewind` record, an
+appended `$rewindTo` that the undo cuts away). Claude Code has none: the whole old file
+is first saved as a backup session, then the file is rewritten to the kept records;
+undo rebuilds the old file byte for byte from it.
 Codex has none either (`rewinding.prefix`): the same, its backup written as its forks are.
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 from django.db import transaction
@@ -22,12 +22,11 @@ from ....formats import INVALID, agent_for
 from ....formats.shape import REWIND
 from ....formats.writing import restamp_into, unstamp
 from ....models import Project, Session
-from ...files import append_durably, create_exclusive, replace_atomically
+from ...files import create_exclusive, replace_atomically
 from ...importing import projects_refresh
 from ...roots import open_regular
 from ..copying import RecordReader, base_fields, intended_prompts, rows, write_kept
 from ..errors import (
-    InvalidTurn,
     NothingToUndo,
     SourceChanged,
     StaleIndex,
@@ -35,16 +34,20 @@ from ..errors import (
     WriteCheckFailed,
 )
 from ..guards import file_stat, own_write
-from ..registering import Expected, index_written, reindex, session_file_of
+from ..registering import Expected, index_written, session_file_of
 from ..titles import backup_title, title_line
+from .appending import append_checked, rewind_appending, rewind_marking, undo_marking
 from .prefix import restore_prefix, rewind_prefix
 
 
 def rewind(session: Session, turn: int) -> Session:
     """Rewind with the agent's own mechanism (guards already passed)."""
-    if (rewind_line := agent_for(session.agent).rewind_line) is not None:
-        return _rewind_appending(session, turn, rewind_line)
-    if agent_for(session.agent).prefix_fork is not None:
+    agent = agent_for(session.agent)
+    if agent.rewind_line is not None:
+        return rewind_appending(session, turn, agent.rewind_line)
+    if agent.rewind_marker is not None:
+        return rewind_marking(session, turn, agent.rewind_marker)
+    if agent.prefix_fork is not None:
         return rewind_prefix(session, turn)
     return _rewind_rewriting(session, turn)
 
@@ -64,7 +67,7 @@ def undo(session: Session) -> Session:
         if locked.rewind_undo != state:
             raise NothingToUndo(f"the rewind of session {session.session_id} was already undone")
         if (rewind_line := agent_for(session.agent).rewind_line) is not None:
-            restored = _append_checked(
+            restored = append_checked(
                 session,
                 rewind_line(
                     session_id=str(session.session_id),
@@ -75,6 +78,8 @@ def undo(session: Session) -> Session:
                 ),
                 turns=state.get("turns"),
             )
+        elif state.get("marker"):
+            restored = undo_marking(session, state)
         elif state.get("prefix"):
             restored = restore_prefix(session, state)
         else:
@@ -249,52 +254,3 @@ def _restore_from_backup(session: Session, state: dict) -> Session:
             digest.update(line)
             out.write(line)
     return made[0]
-
-
-def _append_checked(session: Session, line: bytes, *, turns: int | None) -> Session:
-    """Append one record the CLI's own way, re-index, and take it back if it misreads."""
-    path = Path(session.path)
-    before = file_stat(session).st_size
-    append_durably(path, line)
-    appended = reindex(session)
-    if turns is not None and appended.turn_count != turns:
-        # The append is ours alone (the file was idle and unchanged): take it back.
-        if file_stat(session).st_size == before + len(line):
-            os.truncate(path, before)
-        reindex(session)
-        raise WriteCheckFailed(
-            f"{path}: after the rewind record the session has {appended.turn_count} "
-            f"turn{'' if appended.turn_count == 1 else 's'}, "
-            f"not {turns}; the record was taken back and nothing changed"
-        )
-    return appended
-
-
-def _rewind_appending(session: Session, turn: int, rewind_line: Callable[..., bytes]) -> Session:
-    prompt = (
-        session.records.filter(active=True, turn=turn, starts_turn=True)
-        .values_list("parent_uuid", flat=True)
-        .first()
-    )
-    if not prompt:
-        raise InvalidTurn(f"turn {turn} of {session.session_id} has no earlier record to return to")
-    removed = session.turn_count - turn + 1
-    with transaction.atomic():
-        Session.objects.select_for_update().get(pk=session.pk)
-        state = {"turn": turn, "turns": session.turn_count, "leaf_uuid": session.leaf_uuid}
-        rewound = _append_checked(
-            session,
-            rewind_line(
-                session_id=str(session.session_id),
-                parent_uuid=prompt,
-                removed_turns=removed,
-                undo=False,
-                base=base_fields(session),
-            ),
-            turns=turn - 1,
-        )
-        st = file_stat(rewound)
-        rewound.rewind_undo = {**state, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-        rewound.own_write = own_write(st)
-        rewound.save(update_fields=["rewind_undo", "own_write"])
-    return rewound

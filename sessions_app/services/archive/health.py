@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from django.core.cache import cache
 from django.db.models.functions import Length
 
-from ..models import Session
-from .archive import VERDICT_SECONDS, corrupt_key, digest, zstd
+from ...models import Session
+from . import VERDICT_SECONDS, corrupt_key, digest, zstd
 
 _SOUND = -1  # the verdict cached for a session whose every piece is whole
 
