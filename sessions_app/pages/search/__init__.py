@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from typing import Any
 
 from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse, QueryDict
@@ -153,7 +154,8 @@ def search_page(request: HttpRequest) -> HttpResponse:
         params = request.GET.copy()
         params["page"] = str(results.next_page)
         more_url = f"{reverse('sessions:search')}?{params.urlencode()}"
-    context = {"query": query, "results": results, "error": error, "more_url": more_url}
+    context: dict[str, Any] = {"query": query, "results": results, "error": error}
+    context["more_url"] = more_url
     if results is not None and getattr(request, "htmx", False) and query.page > 1:
         # "More results": the next sessions alone, in place of the link that asked.
         return render(request, "sessions_app/search.html#search-groups", context)
