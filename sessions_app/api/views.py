@@ -68,7 +68,8 @@ def token_required(*, write: bool) -> Callable:
 @login_not_required
 @allow("GET")
 def search_view(request: ApiRequest) -> HttpResponse:
-    """GET /api/search?q=…[&project=&agent=&since=&until=&all=1&session=]: ranked hits."""
+    """GET /api/search?q=…[&project=&agent=&since=&until=&all=1&session=&page=]: ranked
+    hits, SESSION_LIMIT sessions a page (`next_page` the next one's number, null at the end)."""
     refused = authenticate(request, write=False)
     if refused is not None:
         return refused
@@ -106,6 +107,9 @@ def search_view(request: ApiRequest) -> HttpResponse:
             "too_short": results.short,
             "matches": results.texts,
             "truncated": results.truncated,
+            "session_count": results.sessions,
+            "page": query.page,
+            "next_page": results.next_page,
             "sessions": sessions,
         }
     )

@@ -176,6 +176,7 @@ OPENAPI: dict = {
                     _query("until", "up to and including this day (YYYY-MM-DD)"),
                     _query("all", "1: abandoned branches and subagents too"),
                     _query("session", "only this session (its id)"),
+                    _query("page", "1 (the best sessions), 2 (the next ones), …"),
                 ],
                 "responses": _responses("200", SEARCH, 400, 401, 405),
             }

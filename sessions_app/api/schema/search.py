@@ -10,6 +10,12 @@ SEARCH = {
         "too_short": {"type": "array", "items": {"type": "string"}},
         "matches": {"type": "integer"},
         "truncated": {"type": "boolean"},
+        "session_count": {"type": "integer", "description": "sessions found, on every page"},
+        "page": {"type": "integer"},
+        "next_page": {
+            "type": ["integer", "null"],
+            "description": "the page with the next sessions (`page=`), null after the last",
+        },
         "sessions": {
             "type": "array",
             "items": {

@@ -4,23 +4,26 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from typing import Any
 
 from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from ... import selectors
 from ...formats import REGISTRY
 from ...models import Project, Session
 from ...selectors.lists import hub_namespaces
-from ...selectors.search import SearchQuery, SearchResults, SessionHits, search
+from ...selectors.search import MAX_PAGE, SearchQuery, SearchResults, SessionHits, search
 from ...services.searching import words_waiting
 from ...session_refs import NAMESPACE_PART, REF_RE
 from .links import link_hits as link_hits
 from .links import session_url as session_url
 
 PROJECT_NUMBER = re.compile(r"[0-9]{1,19}")
+PAGE_NUMBER = re.compile(r"[1-9][0-9]{0,3}")
 MAX_ID = 2**63 - 1
 NAMESPACE_NAME = re.compile(NAMESPACE_PART)
 HUB_FILTERS = {"owner": "a user name", "machine": "a machine name"}
@@ -73,6 +76,11 @@ def search_query(params: QueryDict) -> SearchQuery:
                 setattr(query, name, date.fromisoformat(value))
             except ValueError:
                 raise BadSearch(f"{name}: {value!r} is not a date (YYYY-MM-DD)") from None
+    page = params.get("page", "")
+    if page:
+        if not PAGE_NUMBER.fullmatch(page) or int(page) > MAX_PAGE:
+            raise BadSearch(f"page: {page!r} is not a page number (1 to {MAX_PAGE})")
+        query.page = int(page)
     query.everything = params.get("all", "") in ("1", "on", "true")
     query.owner, query.machine = hub_filters(params)
     session = params.get("session", "")
@@ -141,13 +149,20 @@ def search_page(request: HttpRequest) -> HttpResponse:
         owners = _owner_titles(results.groups)
         for group in results.groups:
             group.heading = _heading(group.session, owners)
+    more_url = ""
+    if results is not None and results.next_page:
+        params = request.GET.copy()
+        params["page"] = str(results.next_page)
+        more_url = f"{reverse('sessions:search')}?{params.urlencode()}"
+    context: dict[str, Any] = {"query": query, "results": results, "error": error}
+    context["more_url"] = more_url
+    if results is not None and getattr(request, "htmx", False) and query.page > 1:
+        # "More results": the next sessions alone, in place of the link that asked.
+        return render(request, "sessions_app/search.html#search-groups", context)
     scoped = None
     if query.session is not None:
         scoped = Session.objects.filter(pk=query.session).first()
-    context = {
-        "query": query,
-        "results": results,
-        "error": error,
+    context |= {
         "scoped": scoped,
         # SQLite: texts just imported whose words the index has not taken in yet.
         "words_waiting": words_waiting() if results is not None else 0,

@@ -30,7 +30,11 @@ from .turns import turn_rows
 
 ROW_LIMIT = 400  # record rows fetched per search, best first
 RANK_WINDOW = 1200  # a term matched more often is ranked among its newest matches
-SESSION_LIMIT = 50  # sessions shown
+# Sessions a page shows: the best at once, the next ones a page further (`page`); every
+# session among the ranked rows is on some page. Snippets, copies, links and markup
+# are made for the page's hits only (most of a search's time was 50 sessions' worth).
+SESSION_LIMIT = 20
+MAX_PAGE = ROW_LIMIT  # no page past this one can hold a session (a row each at least)
 HITS_PER_SESSION = 3  # hits shown per session (the rest: "only in this session")
 WINDOW = 400  # characters of a text fetched around its first match
 COLUMNS = "r.session_id, r.line, r.search_text_id, r.turn, r.active, r.kind, r.sidechain"
@@ -49,6 +53,7 @@ class SearchQuery:
     session: int | None = None  # only in this session (pk)
     owner: str = ""  # on a hub: only the sessions this user pushed (any machine)
     machine: str = ""  # on a hub: only the sessions pushed from this machine
+    page: int = 1  # which SESSION_LIMIT sessions of the ranked ones, from 1
 
     @property
     def terms(self) -> list[str]:
@@ -106,7 +111,23 @@ class SearchResults:
     truncated: bool = False  # more matched than were ranked
     windowed: bool = False  # a very common term: ranked among its newest matches only
     texts: int = 0  # distinct texts found
+    sessions: int = 0  # sessions holding them, on every page
     seconds: float = 0.0
+
+    @property
+    def first(self) -> int:
+        """The rank of the page's first session, from 1."""
+        return (self.query.page - 1) * SESSION_LIMIT + 1
+
+    @property
+    def last(self) -> int:
+        """The rank of the page's last session (`first` - 1 when it shows none)."""
+        return self.first - 1 + len(self.groups)
+
+    @property
+    def next_page(self) -> int | None:
+        """The page after this one, None if this one shows the last sessions."""
+        return self.query.page + 1 if self.last < self.sessions else None
 
 
 def search(query: SearchQuery) -> SearchResults:
@@ -129,7 +150,9 @@ def search(query: SearchQuery) -> SearchResults:
     groups: dict[int, list[int]] = {}
     for text_id in order:
         groups.setdefault(seen[text_id].session_pk, []).append(text_id)
-    shown_sessions = list(groups)[:SESSION_LIMIT]
+    results.sessions = len(groups)
+    first = (query.page - 1) * SESSION_LIMIT
+    shown_sessions = list(groups)[first : first + SESSION_LIMIT]
     shown = [t for pk in shown_sessions for t in groups[pk][:HITS_PER_SESSION]]
     _fill_snippets(seen, shown, terms)
     _count_copies(seen, shown)
