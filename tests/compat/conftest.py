@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.compat.clis import CliHome, ensure_clis, ensure_codex
+from tests.compat.fake_gemini import FakeGemini
 from tests.compat.fake_model import FakeModel
+from tests.compat.gemini_cli import ensure_gemini
 
 
 @pytest.fixture(scope="session")
@@ -47,3 +49,18 @@ def cli_home(tmp_path: Path) -> CliHome:
     cwd = home / "project"
     cwd.mkdir(parents=True)
     return CliHome(home=home, cwd=cwd)
+
+
+@pytest.fixture(scope="session")
+def gemini_cli() -> Path:
+    """The gemini command (@google/gemini-cli 0.61.0), installed with npm into the CLI cache."""
+    if shutil.which("npm") is None:
+        pytest.skip("compat: npm is not on PATH, so the gemini CLI cannot be installed")
+    return ensure_gemini()
+
+
+@pytest.fixture
+def fake_gemini() -> Iterator[FakeGemini]:
+    """A loopback fake Gemini API, recording what the CLI sends."""
+    with FakeGemini() as fake:
+        yield fake

@@ -8,7 +8,6 @@ third run resumes it by id, and what it sends is compared with the turns numbere
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,23 +19,9 @@ from sessions_app.services.importing import sessions_import
 from sessions_app.services.usage import usage_refresh
 from tests.compat.clis import CliHome
 from tests.compat.fake_gemini import FakeGemini
-from tests.compat.gemini_cli import ensure_gemini, run_gemini
+from tests.compat.gemini_cli import run_gemini
 
 pytestmark = [pytest.mark.compat, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(scope="session")
-def gemini_cli() -> Path:
-    """The gemini command (@google/gemini-cli 0.61.0), installed with npm into the CLI cache."""
-    if shutil.which("npm") is None:
-        pytest.skip("compat: npm is not on PATH, so the gemini CLI cannot be installed")
-    return ensure_gemini()
-
-
-@pytest.fixture
-def fake_gemini() -> Iterator[FakeGemini]:
-    with FakeGemini() as fake:
-        yield fake
 
 
 def _sent_prompts(fake: FakeGemini, i: int) -> list[str]:

@@ -10,9 +10,7 @@ in the file; its undo cuts that line away.
 
 from __future__ import annotations
 
-import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,26 +22,12 @@ from sessions_app.services.importing import sessions_import
 from sessions_app.services.runs import run_start
 from tests.compat.clis import CliHome
 from tests.compat.fake_gemini import FakeGemini
-from tests.compat.gemini_cli import ensure_gemini, run_gemini
+from tests.compat.gemini_cli import run_gemini
 
 pytestmark = [pytest.mark.compat, pytest.mark.django_db(transaction=True)]
 
 PROMPTS = ["alpha one", "bravo two", "charlie three"]
 ACTOR = Actor(name="tester", origin=PAGE)
-
-
-@pytest.fixture(scope="session")
-def gemini_cli() -> Path:
-    """The gemini command (@google/gemini-cli 0.61.0), installed with npm into the CLI cache."""
-    if shutil.which("npm") is None:
-        pytest.skip("compat: npm is not on PATH, so the gemini CLI cannot be installed")
-    return ensure_gemini()
-
-
-@pytest.fixture
-def fake_gemini() -> Iterator[FakeGemini]:
-    with FakeGemini() as fake:
-        yield fake
 
 
 def _sent_prompts(fake: FakeGemini) -> list[str]:
