@@ -266,17 +266,62 @@ def test_a_document_that_changed_is_read_again_whole(tmp_path: Path) -> None:
     assert session.turn_count == 3 and session.records.count() == 12
 
 
-def test_a_document_is_not_forked_and_says_why(tmp_path: Path) -> None:
+def test_a_document_is_not_rewound_and_says_why(tmp_path: Path) -> None:
     home = _documents_imported(tmp_path)
     session = Session.objects.get(session_id=OLD_ID)
     before = sorted(p.name for p in (home / OLD_DOC).parent.iterdir())
+    document = (home / OLD_DOC).read_bytes()
 
-    with pytest.raises(BranchError, match="resume it once"):
-        session_fork(session=session, turn=1)
-    with pytest.raises(BranchError, match="resume it once"):
+    with pytest.raises(BranchError, match="not rewound in place: fork it before the turn"):
         session_rewind(session=session, turn=2)  # a `$rewindTo` would break the document
 
     assert sorted(p.name for p in (home / OLD_DOC).parent.iterdir()) == before
+    assert (home / OLD_DOC).read_bytes() == document
+
+
+@pytest.mark.parametrize(
+    ("name", "session_id", "prompts", "turn", "include_turn", "kept_messages"),
+    [
+        (OLD_DOC, OLD_ID, OLD_PROMPTS, 1, True, 3),  # prompt, reply, `/stats` (no turn)
+        (OLD_DOC, OLD_ID, OLD_PROMPTS, 3, False, 6),  # before turn 3: a blank one too
+        (OLD_DOC, OLD_ID, OLD_PROMPTS, None, True, 8),  # branch: every message
+        (TOOL_DOC, TOOL_ID, TOOL_PROMPTS, 1, True, 7),  # the notes and context before turn 1
+    ],
+)
+def test_a_document_forks_into_a_jsonl_of_the_cli_s_current_shape(
+    tmp_path: Path,
+    name: str,
+    session_id: str,
+    prompts: list,
+    turn: int | None,
+    include_turn: bool,
+    kept_messages: int,
+) -> None:
+    home = _documents_imported(tmp_path)
+    source = Session.objects.get(session_id=session_id)
+    document = home / name
+    before = document.read_bytes()
+
+    fork = session_fork(session=source, turn=turn, include_turn=include_turn)
+
+    assert document.read_bytes() == before  # the user's file is untouched
+    path = Path(fork.path)
+    assert path.parent == document.parent and path.suffix == ".jsonl"
+    assert path.name == f"session-{path.name[8:24]}-{str(fork.session_id)[:8]}.jsonl"
+    lines = path.read_bytes().splitlines()
+    meta = orjson.loads(lines[0])
+    data = orjson.loads(before)
+    # The metadata line: the new id, the source's project, no messages and no summary.
+    assert meta["sessionId"] == str(fork.session_id) != session_id
+    assert meta["projectHash"] == data["projectHash"] and meta["kind"] == "main"
+    assert "messages" not in meta and "summary" not in meta
+    # Then each kept message on a line of its own, exactly as it stood in the document.
+    assert [orjson.loads(line) for line in lines[1:]] == data["messages"][:kept_messages]
+    kept = len(prompts) if turn is None else (turn if include_turn else turn - 1)
+    assert fork.turn_count == kept
+    found = Record.objects.filter(session=fork, kind=PROMPT, active=True).order_by("line")
+    assert [(r.text, r.turn) for r in found] == prompts[:kept]
+    assert fork.records.count() == len(lines)  # a row per line, as for any .jsonl
 
 
 def test_the_continuation_of_an_imported_document_takes_its_session_over(tmp_path: Path) -> None:

@@ -88,6 +88,7 @@ from pathlib import Path
 from typing import Any
 
 from .documents import DocumentFiles as DocumentFiles
+from .documents import session_suffixes
 from .forks import PrefixFork as PrefixFork
 from .kinds import ParsedRecord, is_session_id
 from .parts import AssistantPart as AssistantPart
@@ -273,8 +274,8 @@ class Agent:
     def session_id_of(self, path: Path) -> str | None:
         """The session id a file's name holds: `<id>.jsonl`, or for a dated layout
         `rollout-<time>-<id>.jsonl`, or where the name holds part of it (Gemini CLI) the
-        one the file's first line names; None when there is none."""
-        if path.suffix != ".jsonl":
+        one the file's first line names (or its one document's head); None when there is none."""
+        if path.suffix not in session_suffixes(self.documents):
             return None
         stem = path.stem
         if self.head_session_id is not None:
@@ -287,7 +288,9 @@ class Agent:
         """Whether `path`, relative to a session root, is `<project>/[<sub>/]<id>.jsonl`."""
         if self.file_prefix:
             folder = self.project_folder_of(path)
-            named = path.name.startswith(self.file_prefix) and path.suffix == ".jsonl"
+            named = path.name.startswith(self.file_prefix) and path.suffix in session_suffixes(
+                self.documents
+            )
             return named and folder is not None and len(folder.parts) == 1
         if path.suffix != ".jsonl" or not is_session_id(path.stem):
             return False

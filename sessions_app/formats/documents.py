@@ -16,13 +16,16 @@ class DocumentFiles(NamedTuple):
     A file whose name ends with `suffix` is read whole: `records(its bytes)` gives the
     (offset, bytes) of each record, one Record row each, the first the whole document.
     `continuation(path)` is the file the CLI goes on in once it resumes the document: while
-    that exists, the document is superseded (no session of its own). Nothing writes one.
+    that exists, the document is superseded (no session of its own). Nothing writes one: a
+    branch or fork of it is a file of the CLI's current shape, each record made one line by
+    `as_line` (as the CLI itself converts a document it resumes).
     """
 
     suffix: str
     records: Callable[[bytes], Iterable[tuple[int, bytes]]]
     continuation: Callable[[Path], Path]
-    # Why branch, fork, rewind and runs leave such a file alone (the page says it).
+    as_line: Callable[[bytes], bytes]
+    # Why a rewind (and its undo) leaves such a file alone (the page says it).
     refusal: str
 
 
@@ -35,8 +38,13 @@ def session_suffixes(documents: DocumentFiles | None) -> tuple[str, ...]:
     return (".jsonl", documents.suffix) if documents is not None else (".jsonl",)
 
 
+def is_document(documents: DocumentFiles | None, path: Path) -> bool:
+    """Whether `path` is one of an agent's one-document session files."""
+    return documents is not None and path.suffix == documents.suffix
+
+
 def superseded(documents: DocumentFiles | None, path: Path) -> bool:
     """Whether `path` is a one-document file the CLI went on from in its continuation."""
-    if documents is None or path.suffix != documents.suffix:
+    if documents is None or not is_document(documents, path):
         return False
     return os.path.lexists(documents.continuation(path))

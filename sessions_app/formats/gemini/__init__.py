@@ -39,7 +39,7 @@ from ..kinds import (
     ParsedRecord,
 )
 from ..running import gemini_run_args
-from .document import DOCUMENT_SUFFIX, REFUSAL, continuation, document_records
+from .document import DOCUMENT_SUFFIX, REFUSAL, continuation, document_records, message_line
 from .order import MESSAGE_TYPES, MessageChain
 from .project import head_session_id, project_path
 from .rewind import rewind_marker
@@ -227,7 +227,7 @@ AGENT: Agent = Agent(
     results_in_reply=True,
     replaces_by_id=True,
     subagent_folders=True,
-    documents=DocumentFiles(DOCUMENT_SUFFIX, document_records, continuation, REFUSAL),
+    documents=DocumentFiles(DOCUMENT_SUFFIX, document_records, continuation, message_line, REFUSAL),
     prefix_fork=PrefixFork(
         turn_opening=frozenset(),
         refusal=fork_refusal,

@@ -14,9 +14,10 @@ changes (the CLI never appended to one); one that does not parse is one invalid 
 
 The 0.61 CLI resuming such a file goes on in a sibling `<name>.jsonl` (its metadata line,
 then one line per message, then what the resume adds) and leaves the `.json` as it was, so
-a `.json` beside its `.jsonl` is superseded (`continuation`). Branch, fork and rewind
-leave a `.json` session alone (`REFUSAL`): the one copy the CLI would go on from is the
-`.jsonl` it writes on resume, in the 0.61 shape a fork of it is made in.
+a `.json` beside its `.jsonl` is superseded (`continuation`). A branch or fork of a `.json`
+session is a new `.jsonl` in that same shape: its metadata line, then each kept message made
+one line (`message_line`, what the CLI's `JSON.stringify(message)` writes). A rewind leaves
+the document alone (`REFUSAL`): a `$rewindTo` appended to it would break the document.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ import orjson
 
 DOCUMENT_SUFFIX = ".json"
 REFUSAL = (
-    "this session is an older Gemini CLI release's one-document .json file, which is read "
-    "here but not forked, branched or rewound: resume it once in the CLI (gemini --resume "
-    "<id>), which goes on in a .jsonl file beside it, then fork that"
+    "this session is an older Gemini CLI release's one-document .json file, which is not "
+    "rewound in place: fork it before the turn instead (the fork is a .jsonl the CLI "
+    "resumes), or resume it once in the CLI (gemini --resume <id>), which goes on in a "
+    ".jsonl file beside it, and rewind that"
 )
 # A JSON string (escapes skipped whole), or one of the structural characters.
 TOKEN_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]', re.DOTALL)
@@ -45,6 +47,12 @@ def is_document(path: Path) -> bool:
 def continuation(path: Path) -> Path:
     """The `.jsonl` file the 0.61 CLI goes on in when it resumes the document at `path`."""
     return path.with_name(path.name + "l")
+
+
+def message_line(record: bytes) -> bytes:
+    """A message of the document as one line of a `.jsonl` session (no newline): compact,
+    its keys in their order, as the CLI writes each message it carries over on resume."""
+    return orjson.dumps(orjson.loads(record))
 
 
 def message_spans(document: bytes) -> list[tuple[int, int]] | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from django.conf import settings
 
 from ...formats import ASSISTANT, COMMAND, PROMPT, TOOL_RESULT, agent_for
+from ...formats.documents import is_document
 from ...models import Session
 from ..archive import archive_covers, session_open
 from ..roots import UnsafePath, check_inside
@@ -47,6 +48,8 @@ def check_can_rewind(session: Session) -> None:
     """The session's agent offers rewind and its undo (`Agent.can_rewind`)."""
     check_can_branch(session)
     agent = agent_for(session.agent)
+    if agent.documents is not None and is_document(agent.documents, Path(session.path)):
+        raise BranchingUnsupported(agent.documents.refusal)  # an older release's one document
     if not agent.can_rewind:
         raise BranchingUnsupported(
             f"{agent.label.removesuffix(' CLI')} sessions can be branched and forked here; "
@@ -70,9 +73,6 @@ def check_paths(session: Session) -> None:
             check_inside(path, session.project.folder)
     except UnsafePath as exc:
         raise OutsideRoots(f"{exc}; refusing to read or write near it") from None
-    documents = agent.documents
-    if documents is not None and path.suffix == documents.suffix:
-        raise BranchingUnsupported(documents.refusal)  # an older release's one document
     # A name that holds part of the id (Gemini CLI): the file's first line names it.
     named_inside = agent.sessions_root or agent.head_session_id is not None
     named_id = agent.session_id_of(path)

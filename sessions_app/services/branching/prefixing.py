@@ -3,7 +3,8 @@
 For an agent with `prefix_fork`: the new file is the source's first line made the new
 session's (`PrefixFork.meta_line`), then the source's lines up to the cut, each checked
 against the index (length and CRC-32) and copied byte for byte, in the dated folder of the
-source's session root. It is created exclusively, fsynced, indexed from scratch from its
+source's session root (an older release's one-document file: each record made one line,
+`DocumentFiles.as_line`). It is created exclusively, fsynced, indexed from scratch from its
 temporary file and checked (turns, prompts, ids, chain) before it is linked into place.
 """
 
@@ -16,6 +17,7 @@ from django.db import transaction
 
 from ...formats import PROMPT, agent_for
 from ...formats.agent import PrefixFork
+from ...formats.documents import is_document
 from ...models import Project, Session
 from ..files import new_file
 from ..roots import UnsafePath, check_inside
@@ -110,7 +112,14 @@ def fork_prefix(
                 writer.meta_line(first, source_id=source_id, new_id=new_id, kept_lines=end, now=now)
             )
             keeps = writer.keeps
+            documents = agent_for(session.agent).documents
+            # An older release's one document: each record becomes a line (`DocumentFiles`).
+            as_line = None
+            if documents is not None and is_document(documents, Path(session.path)):
+                as_line = documents.as_line
             for line, raw in enumerate(read_records(session, rows[1:]), start=1):
+                if as_line is not None:
+                    raw = as_line(raw)
                 if keeps is not None and not keeps(raw):
                     continue
                 if line in restamped and writer.restamp is not None:
