@@ -101,6 +101,7 @@ INTERFACE = (
     "replaces_by_id",
     "subagent_folders",
     "documents",
+    "checkpoints",
 )
 
 EVERY_AGENT = [*REGISTRY.values(), fake_agent.AGENT]
@@ -119,6 +120,8 @@ def test_every_agent_provides_the_whole_interface(agent: Agent) -> None:
         assert documents.suffix.startswith(".") and documents.suffix != ".jsonl"
         assert callable(documents.records) and callable(documents.continuation)
         assert isinstance(documents.refusal, str) and documents.refusal
+        assert callable(documents.as_line)
+    assert agent.checkpoints is None or callable(agent.checkpoints)
     appends = agent.rewind_line is not None or agent.rewind_marker is not None
     assert agent.rewinds_by_appending is appends
     assert agent.run_args is None or callable(agent.run_args)

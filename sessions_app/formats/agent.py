@@ -64,11 +64,11 @@ that module's `AGENT` to `REGISTRY` in `formats/__init__.py`. Its module provide
   `file_prefix` (the names of its session files, which tells its `chats/` folders from
   another agent's); `projects_root` (the home folder's root of project folders, when not
   `projects`), `project_path(project folder)` (the real path the CLI recorded for a
-  project, "" when none), `results_in_reply` (a reply record holds its tool results) and
-  `replaces_by_id` (a reply recorded again under its id replaces the earlier record).
+  project, "" when none), `results_in_reply` (a reply holds its tool results), `replaces_by_id`
+  (a reply recorded again under its id replaces the earlier one), `checkpoints(folder)`.
 
-`tests/fake_agent.py` is such a module, and `tests/test_agents.py` imports, shows,
-forks and rewinds its sessions with no other change.
+`tests/fake_agent.py` is such a module: `tests/test_agents.py` imports, shows, forks and
+rewinds its sessions with no other change.
 
 What the module assumes and does not provide: copies are restamped by
 `writing.restamp`, so a record keeps its session id under `"sessionId"` (as both
@@ -87,6 +87,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .checkpoints import Checkpoint
 from .documents import DocumentFiles as DocumentFiles
 from .documents import session_suffixes
 from .forks import PrefixFork as PrefixFork
@@ -197,6 +198,7 @@ class Agent:
     prefix_fork: PrefixFork | None = None
     # Whether rewind and its undo are offered (branch and fork may be without them).
     can_rewind: bool = True
+    checkpoints: Callable[[Path], list[Checkpoint]] | None = None
     # (what it is, what it says) of context the CLI wrote for the model in a user's or
     # developer's name (Codex's `<model_switch>`...): folded under those words; None: a note.
     context_of: Callable[[dict], tuple[str, str] | None] = no_context

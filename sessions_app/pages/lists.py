@@ -20,6 +20,7 @@ from .. import selectors
 from ..formats import AGENT_LABELS
 from ..models import Project
 from ..permissions import can_manage_worktrees, can_write
+from ..selectors.checkpoints import project_checkpoints
 from ..selectors.lists import hub_namespaces, namespaces_of
 from ..selectors.lists.paging import SessionPage, cursor_text, offset_page, parse_cursor, seek_page
 from ..selectors.worktrees import grouped_with_worktrees, project_worktrees, worktree_badge
@@ -236,6 +237,7 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "can_write": can_write(request.user) and not branching_refusal(project.agent),
         "can_worktree": can_manage_worktrees(request.user),
         "worktrees": [] if request.htmx else project_worktrees(project),
+        "checkpoints": ([], 0) if request.htmx else project_checkpoints(project),
         **({} if request.htmx else usage_context(project)),
         "live_since": _live_since(),
         "poll_url": _poll_url(request, stamp, (s.updated_at for s in page.object_list)),

@@ -15,8 +15,9 @@ The turn rule in the CLI's own words (`convertSessionToClientHistory`): a turn s
 start with `/`, `?`, `<session_context>` or `<hook_context>`. A user message holding only
 `functionResponse` parts is a tool result. Older releases' one-document `session-*.json`
 files are read as records that are spans of their bytes (`document.py`: the document,
-then each message); `/chat save` checkpoints (`tmp/<slug>/checkpoint-<tag>.json`) are no
-sessions and are not read.
+then each message); `/chat save` checkpoints (`tmp/<slug>/checkpoint-<tag>.json`) and
+`/restore` points are no sessions: they are listed on their project's page
+(`checkpoints.py`), never imported.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from ..kinds import (
     ParsedRecord,
 )
 from ..running import gemini_run_args
+from .checkpoints import saved_checkpoints
 from .document import DOCUMENT_SUFFIX, REFUSAL, continuation, document_records, message_line
 from .order import MESSAGE_TYPES, MessageChain
 from .project import head_session_id, project_path
@@ -245,4 +247,5 @@ AGENT: Agent = Agent(
     # (tests/compat/test_gemini_rewind_compat.py).
     can_branch=True,
     can_rewind=True,
+    checkpoints=saved_checkpoints,
 )
