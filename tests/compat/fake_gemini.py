@@ -2,7 +2,9 @@
 
 `with FakeGemini() as fg:` gives `fg.url` (for `GOOGLE_GEMINI_BASE_URL`). It answers
 `:streamGenerateContent?alt=sse` (one SSE event), `:generateContent`, `:countTokens` and
-the models list, and records every generate request's `contents` (`fg.requests`).
+the models list, and records every generate request's `contents` (`fg.requests`). A
+prompt ending in `STALL here` is never answered: `fg.stalled` is set and the reply waits until the
+client goes away or the server stops (a run to stop).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class FakeGemini:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.stalled = threading.Event()
+        self.stopping = threading.Event()
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -61,6 +65,14 @@ class FakeGemini:
                 contents = body.get("contents") or []
                 owner.requests.append({"path": self.path, "contents": contents})
                 prompt = _last_user_text(contents)
+                if prompt.endswith("STALL here") and "streamGenerateContent" in self.path:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    self.wfile.flush()
+                    owner.stalled.set()
+                    owner.stopping.wait(300)  # until the server stops: the run is stopped
+                    return
                 if "streamGenerateContent" not in self.path:
                     # A side request (a summary, a title, a check): a short JSON answer.
                     text = '{"reasoning": "", "next_speaker": "user"}'
@@ -105,6 +117,7 @@ class FakeGemini:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from sessions_app.models import Run, Session
 from sessions_app.services.audit import PAGE, Actor
 from sessions_app.services.branching import session_rewind, session_rewind_undo
 from sessions_app.services.importing import sessions_import
-from sessions_app.services.runs import run_start
+from sessions_app.services.runs import run_start, run_stop
 from tests.compat.clis import CliHome
 from tests.compat.fake_gemini import FakeGemini
 from tests.compat.gemini_cli import run_gemini
@@ -133,16 +134,10 @@ def _wait_for(check, what: str, deadline: float = 90) -> None:
         time.sleep(0.1)
 
 
-def test_a_run_from_the_page_resumes_gemini_and_its_answer_is_imported(
-    session: Session,
-    gemini_cli: Path,
-    fake_gemini: FakeGemini,
-    cli_home: CliHome,
-    settings,
-    monkeypatch,
-    client,
+def _as_a_user_runs_it(
+    gemini_cli: Path, fake_gemini: FakeGemini, cli_home: CliHome, settings, monkeypatch
 ) -> None:
-    # The server's environment as a user's would be: their HOME, their API key and endpoint.
+    """The server's environment as a user's would be: their HOME, their API key and endpoint."""
     for name, value in {
         "HOME": str(cli_home.home),
         "GEMINI_API_KEY": "x",
@@ -154,8 +149,21 @@ def test_a_run_from_the_page_resumes_gemini_and_its_answer_is_imported(
     }.items():
         monkeypatch.setenv(name, value)
     settings.RUN_COMMANDS = {"gemini": str(gemini_cli)}
-    assert session.cwd == str(cli_home.cwd)  # from the project's `.project_root`
+    settings.RUN_STOP_GRACE = 3
     fake_gemini.requests.clear()
+
+
+def test_a_run_from_the_page_resumes_gemini_and_its_answer_is_imported(
+    session: Session,
+    gemini_cli: Path,
+    fake_gemini: FakeGemini,
+    cli_home: CliHome,
+    settings,
+    monkeypatch,
+    client,
+) -> None:
+    _as_a_user_runs_it(gemini_cli, fake_gemini, cli_home, settings, monkeypatch)
+    assert session.cwd == str(cli_home.cwd)  # from the project's `.project_root`
 
     run = run_start(session=session, prompt="-delta four", mode="plan", model="", actor=ACTOR)
 
@@ -171,3 +179,31 @@ def test_a_run_from_the_page_resumes_gemini_and_its_answer_is_imported(
     )
     page = client.get(f"/sessions/{session.session_id}/").content.decode()
     assert "reply to: -delta four" in page
+
+
+def test_a_stopped_gemini_run_leaves_the_file_whole_and_resumable(
+    session: Session,
+    gemini_cli: Path,
+    fake_gemini: FakeGemini,
+    cli_home: CliHome,
+    settings,
+    monkeypatch,
+) -> None:
+    _as_a_user_runs_it(gemini_cli, fake_gemini, cli_home, settings, monkeypatch)
+    run = run_start(session=session, prompt="STALL here", mode="plan", model="", actor=ACTOR)
+    assert fake_gemini.stalled.wait(90), "the model was never asked"
+
+    run_stop(run)
+
+    _wait_for(lambda: Run.objects.get(pk=run.pk).ended_at is not None, "the stopped run ended")
+    run.refresh_from_db()
+    assert run.state == Run.State.STOPPED and run.exit_status is not None, run.message
+    # Every line of the file is whole, and the real CLI takes the session up again: the
+    # turns before, then the stopped prompt (recorded before the model was asked, with no
+    # reply) and the new one, which the CLI sends as one user message of two parts.
+    for line in Path(session.path).read_bytes().splitlines():
+        assert isinstance(orjson.loads(line), dict)
+    sent = _resume(gemini_cli, cli_home, fake_gemini, session, "echo five")
+    assert sent == [*PROMPTS, "STALL here" + "echo five"]
+    sessions_import(roots=settings.SESSION_ROOTS)
+    assert _prompts(Session.objects.get(pk=session.pk)) == [*PROMPTS, "STALL here", "echo five"]
