@@ -89,6 +89,11 @@ urlpatterns = [
         name="compare",
     ),
     path("sessions/<sref:session_id>/export.<str:fmt>", views.export, name="export"),
+    path(
+        "sessions/<sref:session_id>/versions/<str:name>/",
+        views.earlier_version,
+        name="earlier_version",
+    ),
     path("sessions/<sref:session_id>/fork/", actions.fork, name="fork"),
     path("projects/<int:pk>/worktrees/remove/", actions.worktree_remove, name="worktree_remove"),
     path("sessions/<sref:session_id>/rewind/", actions.rewind, name="rewind"),

@@ -27,11 +27,15 @@ class ArchivePiece(models.Model):
 
 
 class ArchivedFile(models.Model):
-    """A whole file that belongs to a session besides its lines (a file-history backup),
-    zstd-compressed with the SHA-256 of its raw bytes; stored once, as such files never change."""
+    """A whole file that belongs to a session besides its lines (a file-history backup, or an
+    earlier version of its own file), zstd-compressed with the SHA-256 of its raw bytes;
+    stored once, as such files never change."""
 
     class Kind(models.TextChoices):
         FILE_HISTORY = "file-history", "file-history backup"
+        # A session file's bytes as they were before its CLI rewrote it in place (Gemini CLI's
+        # one-document files), named by their SHA-256 (`archive.versions`).
+        EARLIER_VERSION = "earlier-version", "earlier version of the session file"
 
     session = models.ForeignKey(
         "sessions_app.Session", on_delete=models.CASCADE, related_name="archived_files"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from pathlib import Path
 
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
@@ -19,7 +20,8 @@ from ..selectors.family import AGENT_ID_RE
 from ..selectors.subagents import call_subagent as call_subagent_records
 from ..selectors.tree import family_tree
 from ..selectors.usage.sessions import family_usage
-from ..services.archive import archive_check, from_archive, session_open
+from ..services.archive import ArchiveCorrupt, archive_check, from_archive, session_open
+from ..services.archive.versions import earlier_version_bytes
 from ..services.roots import UnsafePath
 from ..transcript import PAGE_LIMITS, build_page, build_turns, full_item
 from . import exports as exporting
@@ -168,4 +170,22 @@ def export(request: HttpRequest, session_id: uuid.UUID, fmt: str) -> HttpRespons
     else:
         raise Http404("unknown export format")
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
+
+
+@require_safe
+def earlier_version(request: HttpRequest, session_id: uuid.UUID, name: str) -> HttpResponse:
+    """Download an earlier version of the session file, as its CLI wrote it before it
+    rewrote the file in place (kept by the archive, `archive.versions`)."""
+    session = session_or_404(session_id)
+    try:
+        raw = earlier_version_bytes(session, name)
+    except ArchiveCorrupt:
+        raise Http404("that version is corrupted in the archive; not served") from None
+    if raw is None:
+        raise Http404("no such earlier version of this session file")
+    path = Path(session.path)
+    response = HttpResponse(raw, content_type="application/octet-stream")
+    filename = f"{path.stem}.{name[:12]}{path.suffix}"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

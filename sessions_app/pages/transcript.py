@@ -18,6 +18,7 @@ from ..resume import in_legacy_folder, resume_command
 from ..selectors.usage.sessions import session_usage
 from ..selectors.worktrees import file_backups_kept, worktree_possible
 from ..services.archive.health import archive_damage
+from ..services.archive.versions import earlier_versions
 from ..services.branching import branching_refusal
 from ..services.runs import run_refresh
 from ..transcript import PAGE_LIMITS, Page, build_page
@@ -96,6 +97,7 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         context["edit_prompt"] = selectors.edit_prompt(session)
         # The file is gone and the archive's copy is damaged: the text is the index's alone.
         context["archive_damage"] = archive_damage(session)
+        context["earlier_versions"] = earlier_versions(session)
     return render(request, template, context)
 
 

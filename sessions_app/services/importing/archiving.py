@@ -16,6 +16,7 @@ from ...models.archive import ArchivedFile
 from ..archive import archive_covers, archive_enabled, archive_ends, archive_extend, archive_open
 from ..archive.files import archive_file_history, history_folder
 from ..archive.making import Ahead
+from ..archive.versions import keep_earlier_version
 from ..discovery import SessionFile
 from ..roots import UnsafePath, open_regular, resolve_root
 from .report import ImportReport
@@ -41,6 +42,10 @@ def archive_keep(
             end = report.archive_ends.get(session.pk, 0)
         else:
             end = None
+        if fresh and not new:  # a file rewritten in place: its earlier bytes first
+            problem = keep_earlier_version(session, f)
+            if problem:
+                report.errors.append(problem)
         made = _made(ahead)
         added, now = archive_extend(session=session, f=f, fresh=fresh, end=end, ahead=made)
         report.archived += added
