@@ -3,6 +3,7 @@ replays, sub-agent chats, and files beside the chats that are no sessions."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -387,3 +388,43 @@ def test_the_watcher_finds_a_document_by_its_path_and_not_once_superseded(tmp_pa
     report = sessions_import(roots=[home / "tmp"], paths=[document, continuation])
     assert not report.errors and not report.left_out
     assert Session.objects.get(session_id=OLD_ID).path == str(continuation)
+
+
+RESUMED_FIXTURE = Path(__file__).parent / "fixtures" / "gemini_resumed"
+RESUMED_APP = "ff1739a3-6bda-4ad8-a470-9f052a640e1e"
+RESUMED_APP_FILE = "session-2026-11-28T21-42-ff1739a3.jsonl"
+RESUMED_APP_STUB = "session-2026-11-28T21-43-ff1739a3.jsonl"
+
+
+@pytest.mark.parametrize("stub_first", [True, False])
+def test_a_resume_s_stub_never_holds_the_session_whatever_the_files_times(
+    tmp_path: Path, stub_first: bool
+) -> None:
+    """A resume leaves a stub named for its minute (its first line and the context alone,
+    the same id). Which file the import meets first (a copy's times, a resume that sent
+    nothing leaves the stub newest) must not matter: the session is the file with turns."""
+    root = tmp_path / ".gemini" / "tmp"
+    shutil.copytree(RESUMED_FIXTURE / "tmp", root)
+    chats = root / "resumed-app" / "chats"
+    if stub_first:  # the stub alone at first: a pass that met it before the session's file
+        held = tmp_path / RESUMED_APP_FILE
+        (chats / RESUMED_APP_FILE).rename(held)
+        sessions_import(roots=[root])
+        assert Session.objects.get(session_id=RESUMED_APP).turn_count == 0
+        held.rename(chats / RESUMED_APP_FILE)
+    else:  # both there, the stub written last
+        os.utime(chats / RESUMED_APP_STUB, (2_000_000_000, 2_000_000_000))
+
+    report = sessions_import(roots=[root])
+    again = sessions_import(roots=[root])
+
+    assert not report.errors and not again.errors
+    session = Session.objects.get(session_id=RESUMED_APP)
+    assert Path(session.path).name == RESUMED_APP_FILE and session.turn_count == 3
+    found = Record.objects.filter(session=session, kind=PROMPT, active=True).order_by("line")
+    assert [r.text for r in found] == ["alpha one", "bravo two", "charlie three"]
+    said = report.left_out + again.left_out
+    assert [m for m in said if RESUMED_APP_STUB in m] == [
+        f"{chats / RESUMED_APP_STUB}: session id already imported from "
+        f"{chats / RESUMED_APP_FILE}; skipped"
+    ]

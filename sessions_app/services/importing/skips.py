@@ -2,9 +2,10 @@
 
 A `*.jsonl` file whose name is no session id, or whose session id is already
 imported from another file, is left out (but the `.jsonl` the CLI went on in from an
-imported one-document file takes that session over). That is no error (trying again would not
-change it), so it goes to the report's `left_out`, and the file's size, mtime and
-inode are remembered (`SkippedFile`): while they stay the same, later imports pass
+imported one-document file takes that session over, and so does a bigger file of a
+Gemini session whose file imported first was a resume's turnless stub). That is no error
+(trying again would not change it), so it goes to the report's `left_out`, and the file's
+size, mtime and inode are remembered (`SkippedFile`): while they stay the same, later imports pass
 the file over without opening it and without saying it again, as they do with an
 unchanged session file. A file that changes is looked at again.
 """
@@ -56,9 +57,10 @@ class LeftOut:
         owner = self._owner(source.session_id, namespace)
         if owner is None or owner == path:
             return False
-        if _continues(source, owner):
-            # The CLI resumed the one-document file and goes on in this one (Gemini CLI): the
-            # session moves here and is read again from it (another inode: read whole).
+        if _continues(source, owner) or _outgrows_a_stub(source, owner):
+            # The CLI resumed the one-document file and goes on in this one, or the file
+            # imported first was the stub a resume leaves (Gemini CLI): the session moves
+            # here and is read again from it (another inode: read whole).
             Session.objects.filter(path=owner, is_subagent=False).update(path=path)
             assert self._owners is not None and source.session_id is not None
             self._owners[(namespace, _uuid(source.session_id))] = path
@@ -130,6 +132,21 @@ def _continues(source: SessionFile, owner: str) -> bool:
     if documents is None or not owner.endswith(documents.suffix):
         return False
     return documents.continuation(Path(owner)) == source.path
+
+
+def _outgrows_a_stub(source: SessionFile, owner: str) -> bool:
+    """Whether the session's file `owner` is a turnless stub of a CLI whose file names hold
+    part of the id (Gemini CLI: a resume starts a file for its minute, its first line and
+    the context alone) and `source`, with the same id, is bigger: it holds the session.
+    Bigger, not only different, so two stubs never take a session from each other."""
+    if agent_for(source.agent).head_session_id is None:
+        return False
+    if Session.objects.filter(path=owner, is_subagent=False, turn_count__gt=0).exists():
+        return False
+    try:
+        return os.lstat(source.path).st_size > os.lstat(owner).st_size
+    except OSError:
+        return False
 
 
 def _uuid(value: str | uuid.UUID) -> uuid.UUID:
