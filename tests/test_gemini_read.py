@@ -267,12 +267,14 @@ def test_a_document_that_changed_is_read_again_whole(tmp_path: Path) -> None:
     assert session.turn_count == 3 and session.records.count() == 12
 
 
-def test_a_document_is_not_rewound_and_says_why(tmp_path: Path) -> None:
+def test_a_document_is_not_rewound_and_says_why(tmp_path: Path, client) -> None:
     home = _documents_imported(tmp_path)
     session = Session.objects.get(session_id=OLD_ID)
     before = sorted(p.name for p in (home / OLD_DOC).parent.iterdir())
     document = (home / OLD_DOC).read_bytes()
 
+    page = client.get(f"/sessions/{OLD_ID}/").content.decode()
+    assert "Edit &amp; fork" in page and "Rewind to here" not in page  # not offered
     with pytest.raises(BranchError, match="not rewound in place: fork it before the turn"):
         session_rewind(session=session, turn=2)  # a `$rewindTo` would break the document
 

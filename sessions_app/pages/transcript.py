@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from pathlib import Path
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -11,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from .. import selectors
+from ..formats.documents import is_document
 from ..formats.running import MODES
 from ..models import Session
 from ..permissions import can_manage_worktrees, can_run, can_write
@@ -76,6 +78,9 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         ),
         # A machine's pushed session on a hub: only what makes new files is offered.
         "pushed": bool(session.namespace),
+        # An older release's one-document file is forked, never rewound in place.
+        "can_rewind": session.agent_profile.can_rewind
+        and not is_document(session.agent_profile.documents, Path(session.path)),
     }
     # No run panel for a CLI that cannot be carried on from here (its door refuses too).
     runnable = not cannot_branch and session.agent_profile.run_args is not None
