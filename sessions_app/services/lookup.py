@@ -8,10 +8,12 @@ from pathlib import Path
 
 from django.conf import settings
 
-from ..formats import agent_of_session_path, agents, is_session_id
+from ..formats import agents
+from ..formats.documents import SESSION_SUFFIXES
 from ..models import Session
 from .branching import InvalidSessionId, OutsideRoots, UnknownSession, session_lookup
 from .discovery import SessionFile
+from .discovery.at_path import discover_path
 from .importing import ImportReport, projects_refresh, session_file_import
 from .roots import UnsafePath, check_inside, file_kind, resolve_root, roots_hint
 
@@ -25,8 +27,11 @@ def session_resolve(*, ref: str) -> Session:
 
 def _session_from_file(path: Path) -> Session:
     path = path.expanduser().absolute()
-    if path.suffix != ".jsonl" or not is_session_id(path.stem):
-        raise InvalidSessionId(f"{path}: a session file is named <session id>.jsonl")
+    if not path.name.endswith(SESSION_SUFFIXES):
+        raise InvalidSessionId(
+            f"{path}: a session file's name ends in .jsonl (or .json, Gemini CLI's older "
+            "one-document sessions)"
+        )
     # A file outside the roots is refused: its folder would become a root, and the
     # fork would be written there.
     source = _source_under_roots(path) or _source_imported(path)
@@ -52,7 +57,9 @@ def _session_from_file(path: Path) -> Session:
 
 
 def _source_under_roots(path: Path) -> SessionFile | None:
-    """The file as discovery names it under the configured root that holds it."""
+    """The file as discovery names it under the configured root that holds it (by the same
+    rules a whole scan follows: every agent's layout and names, Codex's dated rollouts,
+    Gemini CLI's `session-<minute>-<id[:8]>` names whose first line holds the id)."""
     # The folders are resolved, the file name is not: a link is refused, not followed.
     real = Path(os.path.realpath(path.parent)) / path.name
     for configured in settings.SESSION_ROOTS:
@@ -60,18 +67,21 @@ def _source_under_roots(path: Path) -> SessionFile | None:
         real_root = Path(os.path.realpath(root))
         if not real.is_relative_to(real_root):
             continue
-        relative = real.relative_to(real_root)
-        agent = agent_of_session_path(relative)
-        if agent is None:
-            layouts = ", ".join(
-                f"{a.session_file(Path('<project>'), '<id>')} for {a.label}" for a in agents()
-            )
-            raise InvalidSessionId(
-                f"{path}: not where a session file lives under the root {root} ({layouts})"
-            )
-        parts = relative.parts
-        return SessionFile(
-            root.joinpath(*parts), agent.name, root, root / parts[0], path.stem.lower()
+        target = root.joinpath(*real.relative_to(real_root).parts)
+        if not os.path.lexists(target):
+            raise UnknownSession(f"{path}: no such session file")
+        files, problems, _ = discover_path(root, target)
+        for found in files:
+            if found.path == target and found.session_id is not None:
+                return found
+        if problems:
+            raise UnknownSession("; ".join(problems))
+        layouts = ", ".join(
+            f"{a.session_file(Path('<project>'), '<id>')} for {a.label}" for a in agents()
+        )
+        raise InvalidSessionId(
+            f"{path}: not a session file where a session file lives under the root {root} "
+            f"({layouts})"
         )
     return None
 

@@ -22,7 +22,7 @@ class Command(BaseCommand):
         "Branch a whole session, or fork it from turn N (--before keeps turns 1..N-1 and "
         "prints prompt N to edit; --turn 1 --before makes no session and prints prompt 1 "
         "with the command that starts a new session in the same folder). SESSION is a "
-        "session id or the path of a .jsonl session file (imported first). Exit codes: 2 bad "
+        "session id or the path of its session file (imported first). Exit codes: 2 bad "
         "request, 3 unknown session, 4 conflict; errors go to stderr, or with --json to "
         "stdout as one JSON object."
     )

@@ -28,7 +28,7 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("session", help="session id, or path to a .jsonl session file")
+        parser.add_argument("session", help="session id, or the path of its session file")
         group = parser.add_mutually_exclusive_group(required=True)
         group.add_argument("--turn", help="rewind to this turn (it leaves the session)")
         group.add_argument("--undo", action="store_true", help="undo the last rewind")
