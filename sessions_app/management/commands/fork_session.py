@@ -31,7 +31,7 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("session", help="session id, or path to a .jsonl session file")
+        parser.add_argument("session", help="session id, or the path of its session file")
         parser.add_argument("--turn", help="fork at this turn (default: whole session)")
         parser.add_argument("--before", action="store_true", help="keep only the turns before N")
         parser.add_argument("--title", help="title of the new session")
