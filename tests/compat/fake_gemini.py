@@ -135,3 +135,14 @@ class FakeGemini:
             if texts:
                 found.append("".join(texts))
         return found
+
+    def sent_prompts(self, i: int = -1) -> list[str]:
+        """The prompts the `i`th conversation request carried (the last by default), the
+        CLI's fresh context preamble cut off and blank texts left out."""
+        found = []
+        for text in self.prompts(i if i >= 0 else len(self.main_requests()) + i):
+            if "</session_context>" in text:
+                text = text.split("</session_context>", 1)[1]
+            if text.strip():
+                found.append(text)
+        return found

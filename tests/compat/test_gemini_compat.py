@@ -24,17 +24,6 @@ from tests.compat.gemini_cli import run_gemini
 pytestmark = [pytest.mark.compat, pytest.mark.django_db(transaction=True)]
 
 
-def _sent_prompts(fake: FakeGemini, i: int) -> list[str]:
-    """The prompts the `i`th conversation request carried, the CLI's context preamble cut off."""
-    found = []
-    for text in fake.prompts(i):
-        if "</session_context>" in text:
-            text = text.split("</session_context>", 1)[1]
-        if text.strip():
-            found.append(text)
-    return found
-
-
 def test_a_real_gemini_session_is_found_and_turned_as_the_cli_resumes_it(
     gemini_cli: Path, fake_gemini: FakeGemini, cli_home: CliHome
 ) -> None:
@@ -71,7 +60,7 @@ def test_a_real_gemini_session_is_found_and_turned_as_the_cli_resumes_it(
     )
 
     # The resume sent exactly the turns numbered here, then the new prompt.
-    assert _sent_prompts(fake_gemini, 0) == ["alpha one", "bravo two", "charlie three"]
+    assert fake_gemini.sent_prompts(0) == ["alpha one", "bravo two", "charlie three"]
     sessions_import(roots=[home / ".gemini" / "tmp"])
     session.refresh_from_db()
     assert session.turn_count == 3
@@ -106,7 +95,7 @@ def test_a_fork_resumes_in_the_real_cli_with_exactly_its_turns(
     run_gemini(
         gemini_cli, home, cwd, fake_gemini, ["-p", "delta four", "--resume", str(fork.session_id)]
     )
-    assert _sent_prompts(fake_gemini, 0) == [*kept, "delta four"]
+    assert fake_gemini.sent_prompts(0) == [*kept, "delta four"]
     # The CLI went on in the fork's file, under the fork's id; the source is untouched.
     assert Path(source.path).read_bytes() == source_bytes
     sessions_import(roots=[home / ".gemini" / "tmp"])
@@ -117,7 +106,7 @@ def test_a_fork_resumes_in_the_real_cli_with_exactly_its_turns(
     run_gemini(
         gemini_cli, home, cwd, fake_gemini, ["-p", "echo five", "--resume", str(source.session_id)]
     )
-    assert _sent_prompts(fake_gemini, 0) == ["alpha one", "bravo two", "echo five"]
+    assert fake_gemini.sent_prompts(0) == ["alpha one", "bravo two", "echo five"]
 
 
 FIXTURE = Path(__file__).parent.parent / "fixtures/gemini/tmp/demo-app/chats"
@@ -148,4 +137,4 @@ def test_the_cli_replays_a_rewind_and_a_rerecorded_reply_as_the_turns_numbered_h
         gemini_cli, home, cwd, fake_gemini, ["-p", "one more", "--resume", str(resumed.session_id)]
     )
 
-    assert _sent_prompts(fake_gemini, 0) == [*kept, "one more"]
+    assert fake_gemini.sent_prompts(0) == [*kept, "one more"]

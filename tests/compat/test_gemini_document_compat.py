@@ -37,17 +37,6 @@ OLD_SENT = [
 TOOL_SENT = ["Show me the files", "Now create hello.txt"]
 
 
-def _sent_prompts(fake: FakeGemini, i: int) -> list[str]:
-    """The prompts the `i`th conversation request carried, the CLI's context preamble cut off."""
-    found = []
-    for text in fake.prompts(i):
-        if "</session_context>" in text:
-            text = text.split("</session_context>", 1)[1]
-        if text.strip():
-            found.append(text)
-    return found
-
-
 def _document_in_a_real_project(
     gemini_cli: Path, fake: FakeGemini, cli_home: CliHome, document: Path
 ) -> Path:
@@ -96,7 +85,7 @@ def test_a_fork_of_a_document_resumes_in_the_real_cli_with_exactly_its_turns(
     run_gemini(
         gemini_cli, home, cwd, fake_gemini, ["-p", "delta four", "--resume", str(fork.session_id)]
     )
-    assert _sent_prompts(fake_gemini, 0) == [*kept, "delta four"]
+    assert fake_gemini.sent_prompts(0) == [*kept, "delta four"]
     # The CLI went on in the fork's own file; the document is as it was.
     assert placed.read_bytes() == before
     assert not placed.with_name(placed.name + "l").exists()

@@ -31,17 +31,6 @@ PROMPTS = ["alpha one", "bravo two", "charlie three"]
 ACTOR = Actor(name="tester", origin=PAGE)
 
 
-def _sent_prompts(fake: FakeGemini) -> list[str]:
-    """The prompts the last conversation request carried, the context preamble cut off."""
-    found = []
-    for text in fake.prompts(len(fake.main_requests()) - 1):
-        if "</session_context>" in text:
-            text = text.split("</session_context>", 1)[1]
-        if text.strip():
-            found.append(text)
-    return found
-
-
 def _prompts(session: Session) -> list[str]:
     return list(session.records.turn_starts().order_by("line").values_list("text", flat=True))
 
@@ -72,7 +61,7 @@ def _resume(gemini_cli: Path, cli_home: CliHome, fake: FakeGemini, session: Sess
         fake,
         ["-p", prompt, "--resume", str(session.session_id)],
     )
-    return _sent_prompts(fake)
+    return fake.sent_prompts()
 
 
 @pytest.mark.parametrize("turn", [2, 3])
@@ -134,7 +123,8 @@ def _wait_for(check, what: str, deadline: float = 90) -> None:
         time.sleep(0.1)
 
 
-def _as_a_user_runs_it(
+@pytest.fixture
+def as_a_user_runs_it(
     gemini_cli: Path, fake_gemini: FakeGemini, cli_home: CliHome, settings, monkeypatch
 ) -> None:
     """The server's environment as a user's would be: their HOME, their API key and endpoint."""
@@ -153,16 +143,10 @@ def _as_a_user_runs_it(
     fake_gemini.requests.clear()
 
 
+@pytest.mark.usefixtures("as_a_user_runs_it")
 def test_a_run_from_the_page_resumes_gemini_and_its_answer_is_imported(
-    session: Session,
-    gemini_cli: Path,
-    fake_gemini: FakeGemini,
-    cli_home: CliHome,
-    settings,
-    monkeypatch,
-    client,
+    session: Session, fake_gemini: FakeGemini, cli_home: CliHome, client
 ) -> None:
-    _as_a_user_runs_it(gemini_cli, fake_gemini, cli_home, settings, monkeypatch)
     assert session.cwd == str(cli_home.cwd)  # from the project's `.project_root`
 
     run = run_start(session=session, prompt="-delta four", mode="plan", model="", actor=ACTOR)
@@ -172,7 +156,7 @@ def test_a_run_from_the_page_resumes_gemini_and_its_answer_is_imported(
     assert run.state == Run.State.FINISHED and run.exit_status == 0, run.message
     assert run.command[1:3] == ["--resume", str(session.session_id)]
     assert "--skip-trust" in run.command and run.command[-1] == "--prompt=<prompt, 11 characters>"
-    assert _sent_prompts(fake_gemini) == [*PROMPTS, "-delta four"]
+    assert fake_gemini.sent_prompts() == [*PROMPTS, "-delta four"]
     _wait_for(
         lambda: _prompts(Session.objects.get(pk=session.pk)) == [*PROMPTS, "-delta four"],
         "the new turn was imported",
@@ -181,15 +165,10 @@ def test_a_run_from_the_page_resumes_gemini_and_its_answer_is_imported(
     assert "reply to: -delta four" in page
 
 
+@pytest.mark.usefixtures("as_a_user_runs_it")
 def test_a_stopped_gemini_run_leaves_the_file_whole_and_resumable(
-    session: Session,
-    gemini_cli: Path,
-    fake_gemini: FakeGemini,
-    cli_home: CliHome,
-    settings,
-    monkeypatch,
+    session: Session, gemini_cli: Path, fake_gemini: FakeGemini, cli_home: CliHome, settings
 ) -> None:
-    _as_a_user_runs_it(gemini_cli, fake_gemini, cli_home, settings, monkeypatch)
     run = run_start(session=session, prompt="STALL here", mode="plan", model="", actor=ACTOR)
     assert fake_gemini.stalled.wait(90), "the model was never asked"
 
