@@ -228,19 +228,25 @@ def _record_rows(terms: list[str], filters: str, params: list) -> tuple[list[tup
     with connection.cursor() as cursor:
         # Ranking every match of a very common term costs more than it tells: such a
         # term is ranked among its newest RANK_WINDOW matches (FTS5 walks its matches
-        # newest first and stops there); a rarer one among all of them.
+        # newest first and stops there); a rarer one among all of them. One walk: the
+        # newest matches with their rank, then the rest of the oldest text's rows (every
+        # row of a text at the window's edge counts), ranked here.
         cursor.execute(
-            f"SELECT search_fts.rowid {base} ORDER BY search_fts.rowid DESC LIMIT 1 OFFSET %s",
-            [match, *params, RANK_WINDOW - 1],
+            f"SELECT {COLUMNS}, search_fts.rank {base} ORDER BY search_fts.rowid DESC LIMIT %s",
+            [match, *params, RANK_WINDOW],
         )
-        edge = cursor.fetchone()
-        window = " AND search_fts.rowid >= %s" if edge else ""
-        cursor.execute(
-            f"SELECT {COLUMNS} {base}{window} "
-            "ORDER BY search_fts.rank, r.session_id, r.line LIMIT %s",
-            [match, *params, *([edge[0]] if edge else []), ROW_LIMIT],
-        )
-        return cursor.fetchall(), edge is not None
+        rows = cursor.fetchall()
+        windowed = len(rows) >= RANK_WINDOW
+        if windowed:
+            edge = rows[-1][2]
+            held = {(row[0], row[1]) for row in rows if row[2] == edge}
+            cursor.execute(
+                f"SELECT {COLUMNS}, search_fts.rank {base} AND search_fts.rowid = %s",
+                [match, *params, edge],
+            )
+            rows += [row for row in cursor.fetchall() if (row[0], row[1]) not in held]
+    rows.sort(key=lambda row: (row[-1], row[0], row[1]))
+    return [row[:-1] for row in rows[:ROW_LIMIT]], windowed
 
 
 def _fill_snippets(seen: dict[int, Hit], ids: list[int], terms: list[str]) -> None:
