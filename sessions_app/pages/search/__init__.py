@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from datetime import date
 from typing import Any
 
@@ -103,7 +104,7 @@ def project_choices() -> list[tuple[int, str]]:
         .only("pk", "agent", "folder", "path")
     )
     labels = [p.path or p.name for p in projects]
-    shared = {label for label in labels if labels.count(label) > 1}
+    shared = {label for label, n in Counter(labels).items() if n > 1}
     return [
         (p.pk, f"{label} ({p.get_agent_display()}, {p.name})" if label in shared else label)
         for p, label in zip(projects, labels, strict=True)
