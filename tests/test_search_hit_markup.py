@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from sessions_app.models import Project, Session
 from sessions_app.selectors.search import Hit, SessionHits
-from sessions_app.templatetags.search_hits import group_item, hit_item
+from sessions_app.templatetags.search_hits import group_item, hit_item, project_options
 
 # The search page's hit line as a template (before issue 43 moved it into `hit_item`).
 TEMPLATE_LINE = Template(
@@ -80,3 +80,15 @@ def test_group_item_gives_the_template_markup_for_every_kind_of_session() -> Non
         assert str(group_item(group, q)) == expected
         seen += 1
     assert seen == 2**6 * 3 * 2
+
+
+def test_project_options_give_the_template_markup() -> None:
+    """The project filter's options, one selected or none, labels with markup escaped."""
+    loop = Template(
+        '{% for pk, label in projects %}<option value="{{ pk }}"{% if query.project == pk %}'
+        " selected{% endif %}>{{ label }}</option>{% endfor %}"
+    )
+    projects = [(1, "/home/a"), (2, "b <x> & 'y' (Claude Code, b)"), (30, "c")]
+    for selected in (None, 2, 30, 4):
+        expected = loop.render(Context({"projects": projects, "query": {"project": selected}}))
+        assert str(project_options(projects, selected)) == expected

@@ -95,3 +95,15 @@ def group_item(group: SessionHits, q: str) -> SafeString:
         f"{escape(project.path or project.folder)}</span>{updated}</p>\n"
         f'    <ol class="hits">\n    {hits}\n    </ol>\n    {more}\n  </section>'
     )
+
+
+@register.simple_tag
+def project_options(projects: list[tuple[int, str]], selected: int | None) -> SafeString:
+    """The project filter's `<option>`s (`selected` the one asked for), built here: the
+    template's loop over every project cost a millisecond a search."""
+    return mark_safe(  # noqa: S308 (every label is escaped here)
+        "".join(
+            f'<option value="{pk}"{" selected" if pk == selected else ""}>{escape(label)}</option>'
+            for pk, label in projects
+        )
+    )
