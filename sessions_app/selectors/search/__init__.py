@@ -256,5 +256,10 @@ def _record_rows(terms: list[str], filters: str, params: list) -> tuple[list[tup
     return [row[:-1] for row in rows[:ROW_LIMIT]], windowed
 
 
-def _day_start(day: date) -> datetime:
-    return timezone.make_aware(datetime.combine(day, day_time.min), timezone.get_current_timezone())
+def _day_start(day: date) -> datetime | str:
+    """The day's first moment, as the database compares it with a stored time (SQLite: the
+    text it stores, so a record at midnight UTC is on its day, not before it)."""
+    start = timezone.make_aware(
+        datetime.combine(day, day_time.min), timezone.get_current_timezone()
+    )
+    return connection.ops.adapt_datetimefield_value(start)
