@@ -256,7 +256,7 @@ def _record_rows(terms: list[str], filters: str, params: list) -> tuple[list[tup
     return [row[:-1] for row in rows[:ROW_LIMIT]], windowed
 
 
-def _day_start(day: date) -> datetime | str:
+def _day_start(day: date) -> datetime | str | None:
     """The day's first moment, as the database compares it with a stored time (SQLite: the
     text it stores, so a record at midnight UTC is on its day, not before it)."""
     start = timezone.make_aware(
