@@ -245,13 +245,16 @@ def _record_rows(terms: list[str], filters: str, params: list) -> tuple[list[tup
         rows = cursor.fetchall()
         windowed = len(rows) >= RANK_WINDOW
         if windowed:
-            edge = rows[-1][2]
+            # The edge text's other rows, by the records' index (its rank is its text's):
+            # FTS5 would walk every match again to meet one rowid.
+            edge, rank = rows[-1][2], rows[-1][-1]
             held = {(row[0], row[1]) for row in rows if row[2] == edge}
             cursor.execute(
-                f"SELECT {COLUMNS}, search_fts.rank {base} AND search_fts.rowid = %s",
-                [match, *params, edge],
+                f"SELECT {COLUMNS} FROM {record} r JOIN {session} s ON s.id = r.session_id "  # noqa: S608
+                f"WHERE r.search_text_id = %s{filters}",
+                [edge, *params],
             )
-            rows += [row for row in cursor.fetchall() if (row[0], row[1]) not in held]
+            rows += [(*row, rank) for row in cursor.fetchall() if (row[0], row[1]) not in held]
     rows.sort(key=lambda row: (row[-1], row[0], row[1]))
     return [row[:-1] for row in rows[:ROW_LIMIT]], windowed
 
