@@ -17,6 +17,10 @@ Reported: median and p95 (nearest rank) over the 24 everyday and code queries of
 figure, the 5 slowest HTTP queries, against the target (median <= 10 ms, p95 <= 50 ms).
 
     .venv/bin/python bench/bench_search_http.py [--size-mb 100] [--postgres] [--repeat 5]
+
+`--work DIR` keeps the corpus and both databases in DIR (PostgreSQL's named after it)
+and a later run with the same DIR times them again without generating or importing:
+to try a change at once (the figures then come from a database built by older code).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import argparse
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -33,9 +38,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -76,13 +83,20 @@ def child(work: Path) -> dict[str, Any]:
 
     plan = json.loads((work / "plan.json").read_text())
     call_command("migrate", verbosity=0)
-    start = time.perf_counter()
-    imported = sessions_import(roots=[work / "corpus"])
-    import_s = time.perf_counter() - start
-    built = search_refresh()
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
+    built_marker = Path(os.environ["BRANCHBOARD_DATA_DIR"]) / "bench-built.json"
+    if built_marker.exists():  # --work: imported by an earlier run
+        import_s, records, errors = json.loads(built_marker.read_text())
+    else:
+        start = time.perf_counter()
+        imported = sessions_import(roots=[work / "corpus"])
+        import_s = time.perf_counter() - start
+        built = search_refresh()
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE")
+        records, errors = imported.records, len(imported.errors) + len(built.errors)
+        if plan.get("keep"):
+            built_marker.write_text(json.dumps([import_s, records, errors]))
 
     def bare(q: str) -> Any:
         return search(SearchQuery(q))
@@ -106,8 +120,8 @@ def child(work: Path) -> dict[str, Any]:
         hits[q] = sum(len(g.hits) for g in results.groups)
     return {
         "import": import_s,
-        "records": imported.records,
-        "errors": len(imported.errors) + len(built.errors),
+        "records": records,
+        "errors": errors,
         "token": ApiToken.issue(name="bench")[1],
         "times": times,
         "hits": hits,
@@ -265,6 +279,34 @@ def summary_rows(size: int, results: dict[str, dict[str, Any]]) -> list[list[str
     return rows
 
 
+@contextmanager
+def _database(backend: str, work: Path, args: argparse.Namespace) -> Iterator[dict[str, str]]:
+    """A fresh database for `backend`; with `--work`, the one kept there (PostgreSQL's
+    named after the folder), made once and never dropped."""
+    if args.work is None:
+        with fresh_database(
+            backend, work / f"data-{backend}", args.postgres_url, PG_BENCH_DB
+        ) as env:
+            yield env
+        return
+    env = dict(os.environ, BRANCHBOARD_DATA_DIR=str(work / f"data-{backend}"))
+    env["DJANGO_SETTINGS_MODULE"] = "branchboard.settings"
+    env.pop("DATABASE_URL", None)
+    if backend == "postgres":
+        import psycopg
+
+        name = "bench_search_http_" + re.sub(r"[^a-z0-9]+", "_", work.name.lower())
+        parts = urlsplit(args.postgres_url)
+        env["DATABASE_URL"] = urlunsplit(parts._replace(path="/" + name))
+        admin = args.postgres_url.replace("postgres://", "postgresql://", 1)
+        with psycopg.connect(admin, autocommit=True) as conn:
+            there = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+            if there.fetchone() is None:
+                (work / f"data-{backend}" / "bench-built.json").unlink(missing_ok=True)
+                conn.execute(f"CREATE DATABASE {name}")
+    yield env
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=float, default=100, help="corpus size")
@@ -273,27 +315,36 @@ def main() -> None:
     parser.add_argument("--tmpdir", type=Path, default=None, help="where the temp folder goes")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs of each query")
     parser.add_argument("--keep", action="store_true", help="keep the temp folder")
+    parser.add_argument(
+        "--work", type=Path, default=None, help="keep (or reuse) the corpus and databases here"
+    )
     args = parser.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="bb-bench-search-http-", dir=args.tmpdir))
+    if args.work is not None:
+        work = args.work.resolve()
+        work.mkdir(parents=True, exist_ok=True)
+    else:
+        work = Path(tempfile.mkdtemp(prefix="bb-bench-search-http-", dir=args.tmpdir))
     try:
         start = time.perf_counter()
-        corpus = generate_corpus(work / "corpus", int(args.size_mb * MB))
-        plant(corpus["mains"])
-        (work / "plan.json").write_text(json.dumps({"repeat": args.repeat}))
-        print(f"generated in {time.perf_counter() - start:.1f} s under {work}", flush=True)
+        if not (work / "corpus" / "generated").exists():
+            shutil.rmtree(work / "corpus", ignore_errors=True)
+            corpus = generate_corpus(work / "corpus", int(args.size_mb * MB))
+            plant(corpus["mains"])
+            (work / "corpus" / "generated").touch()
+            print(f"generated in {time.perf_counter() - start:.1f} s under {work}", flush=True)
+        plan = {"repeat": args.repeat, "keep": args.work is not None}
+        (work / "plan.json").write_text(json.dumps(plan))
         size = sum(p.stat().st_size for p in (work / "corpus").rglob("*.jsonl"))
         results = {}
         for backend in ["sqlite"] + (["postgres"] if args.postgres else []):
             print(f"measuring {backend} ...", flush=True)
             start = time.perf_counter()
-            with fresh_database(
-                backend, work / f"data-{backend}", args.postgres_url, PG_BENCH_DB
-            ) as env:
+            with _database(backend, work, args) as env:
                 results[backend] = measure(work, env, args.repeat)
             print(f"  done in {time.perf_counter() - start:.0f} s", flush=True)
     finally:
-        if args.keep:
+        if args.keep or args.work is not None:
             print(f"kept {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)

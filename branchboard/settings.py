@@ -298,6 +298,11 @@ else:
             # A file, not shared-cache memory, so tests see the same locking as
             # the real thing when threads write at once.
             "TEST": {"NAME": str(DATA_DIR / "test-branchboard.sqlite3")},
+            # The pages' server keeps it open between a worker thread's requests, as
+            # PostgreSQL's (deploy/gunicorn.conf.py): a new connection attaches the words
+            # file and starts with a cold page cache (a search's index pages read again).
+            # Elsewhere each request, or watcher pass, opens its own, as before.
+            "CONN_MAX_AGE": int(os.environ.get("BRANCHBOARD_SQLITE_CONN_MAX_AGE", "0")),
         }
     }
 

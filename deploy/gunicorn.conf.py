@@ -23,6 +23,10 @@ forwarded_allow_ips = os.environ.get("BRANCHBOARD_FORWARDED_ALLOW_IPS", "127.0.0
 # first request at once instead of importing the app first (`make run`'s first page).
 # No connection is opened at load time, so none is shared across the fork.
 preload_app = True
+# SQLite: each worker thread keeps its connection between requests (settings.py), as
+# PostgreSQL's are kept: a search then finds the index's pages in the connection's cache,
+# and no request pays for opening the database and attaching its words file.
+os.environ.setdefault("BRANCHBOARD_SQLITE_CONN_MAX_AGE", "600")
 # A hub's push pool (deploy/branchboard-hub.service) runs its workers at a lower CPU
 # priority, so pages stay quick while machines push: BRANCHBOARD_NICE=10 there.
 NICE = int(os.environ.get("BRANCHBOARD_NICE", "0"))

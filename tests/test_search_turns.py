@@ -61,6 +61,21 @@ def test_words_in_different_records_of_one_turn_match_together(session: Session)
     assert hits[0].turn == 4 and hits[0].part == "reply", "the record holding both comes first"
 
 
+def test_words_across_a_turn_are_found_with_filters_too(session: Session) -> None:
+    """The filters (project, agent, dates, session) narrow each term's turns and their rows:
+    the turn is found when they hold it, not when they leave it out."""
+    day = session.started_at.date()
+    held = [
+        SearchQuery("ModuleNotFoundError numpy", project=session.project_id),
+        SearchQuery("ModuleNotFoundError numpy", agent=session.agent, since=day, until=day),
+        SearchQuery("ModuleNotFoundError numpy", session=session.pk, everything=True),
+    ]
+    for query in held:
+        assert 1 in [h.turn for g in search(query).groups for h in g.hits], query
+    other = SearchQuery("ModuleNotFoundError numpy", project=session.project_id + 1)
+    assert not search(other).groups
+
+
 def test_words_in_different_turns_do_not_match(session: Session) -> None:
     assert search(SearchQuery("pandas vectorise")).groups == []
     assert search(SearchQuery("numpy xyzzy_nowhere")).groups == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from datetime import date
 from typing import Any
 
@@ -13,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from ... import selectors
-from ...formats import REGISTRY
+from ...formats import AGENT_LABELS, REGISTRY
 from ...models import Project, Session
 from ...selectors.lists import hub_namespaces
 from ...selectors.search import MAX_PAGE, SearchQuery, SearchResults, SessionHits, search
@@ -97,17 +98,25 @@ def search_query(params: QueryDict) -> SearchQuery:
 def project_choices() -> list[tuple[int, str]]:
     """(pk, label) of the projects the filter offers: those with a listed session, a path
     that two folders share told apart by agent and folder."""
+    # Values, not model instances: the page asks for them on every search.
     projects = list(
         Project.objects.filter(Exists(Session.objects.listed().filter(project=OuterRef("pk"))))
         .order_by("path", "folder")
-        .only("pk", "agent", "folder", "path")
+        .values_list("pk", "agent", "folder", "path")
     )
-    labels = [p.path or p.name for p in projects]
-    shared = {label for label in labels if labels.count(label) > 1}
+    labels = [path or _name(folder) for _, _, folder, path in projects]
+    shared = {label for label, n in Counter(labels).items() if n > 1}
     return [
-        (p.pk, f"{label} ({p.get_agent_display()}, {p.name})" if label in shared else label)
-        for p, label in zip(projects, labels, strict=True)
+        (pk, f"{label} ({AGENT_LABELS.get(agent, agent)}, {_name(folder)})")
+        if label in shared
+        else (pk, label)
+        for (pk, agent, folder, _), label in zip(projects, labels, strict=True)
     ]
+
+
+def _name(folder: str) -> str:
+    """A project's name (`Project.name`) from its folder."""
+    return folder.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _owner_titles(groups: list[SessionHits]) -> dict[tuple[str, str], str]:

@@ -135,9 +135,13 @@ def _deep_in_turns(places: list[tuple[int, int, int]]) -> set[tuple[int, int, in
         return set()
     table = Record._meta.db_table
     limits = PAGE_LIMITS
+    # Half a page's items at most are read: that many records before the hit already
+    # make it deep, and fewer are all of them (counting a long turn's every record
+    # before the hit was most of a search's links' time).
     each = (
-        f"SELECT {{i}}, COUNT(*), SUM(length) FROM {table} "  # noqa: S608
-        "WHERE session_id = %s AND turn = %s AND active AND line < %s"
+        f"SELECT {{i}}, COUNT(*), SUM(length) FROM (SELECT length FROM {table} "  # noqa: S608
+        "WHERE session_id = %s AND turn = %s AND active AND line < %s "
+        f"LIMIT {limits.items // 2}) AS before"
     )
     deep: set[tuple[int, int, int]] = set()
     for part in _parts(places):

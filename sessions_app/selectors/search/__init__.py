@@ -21,11 +21,11 @@ from django.db import connection
 from django.utils import timezone
 
 from ...formats import SUMMARY, TITLE
-from ...formats.markup import tags_removed
-from ...formats.search_text import PART_LABELS, query_terms, short_terms, snippet
-from ...models import Record, SearchText, Session
+from ...formats.search_text import PART_LABELS, query_terms, short_terms
+from ...models import Record, Session
 from ..lists import namespaces_of
 from .postgres import postgres_rows
+from .shown import count_copies, fill_snippets
 from .turns import turn_rows
 
 ROW_LIMIT = 400  # record rows fetched per search, best first
@@ -37,6 +37,13 @@ SESSION_LIMIT = 20
 MAX_PAGE = ROW_LIMIT  # no page past this one can hold a session (a row each at least)
 HITS_PER_SESSION = 3  # hits shown per session (the rest: "only in this session")
 WINDOW = 400  # characters of a text fetched around its first match
+# What the page and the API show of a hit's session and link to it by: the rest of a
+# session's row (its JSON columns above all) cost more to load than the search.
+SHOWN = (
+    *("session_id", "namespace", "path", "agent", "title", "updated_at", "abandoned"),
+    *("is_subagent", "owner_session_id", "agent_name"),
+    *("project__path", "project__folder", "project__agent", "project__namespace"),
+)
 COLUMNS = "r.session_id, r.line, r.search_text_id, r.turn, r.active, r.kind, r.sidechain"
 
 
@@ -154,9 +161,9 @@ def search(query: SearchQuery) -> SearchResults:
     first = (query.page - 1) * SESSION_LIMIT
     shown_sessions = list(groups)[first : first + SESSION_LIMIT]
     shown = [t for pk in shown_sessions for t in groups[pk][:HITS_PER_SESSION]]
-    _fill_snippets(seen, shown, terms)
-    _count_copies(seen, shown)
-    sessions = Session.objects.select_related("project").in_bulk(shown_sessions)
+    fill_snippets(seen, shown, terms, WINDOW)
+    count_copies(seen, shown)
+    sessions = Session.objects.select_related("project").only(*SHOWN).in_bulk(shown_sessions)
     for pk in shown_sessions:
         ids = groups[pk]
         hits = [seen[t] for t in ids[:HITS_PER_SESSION]]
@@ -228,66 +235,34 @@ def _record_rows(terms: list[str], filters: str, params: list) -> tuple[list[tup
     with connection.cursor() as cursor:
         # Ranking every match of a very common term costs more than it tells: such a
         # term is ranked among its newest RANK_WINDOW matches (FTS5 walks its matches
-        # newest first and stops there); a rarer one among all of them.
+        # newest first and stops there); a rarer one among all of them. One walk: the
+        # newest matches with their rank, then the rest of the oldest text's rows (every
+        # row of a text at the window's edge counts), ranked here.
         cursor.execute(
-            f"SELECT search_fts.rowid {base} ORDER BY search_fts.rowid DESC LIMIT 1 OFFSET %s",
-            [match, *params, RANK_WINDOW - 1],
+            f"SELECT {COLUMNS}, search_fts.rank {base} ORDER BY search_fts.rowid DESC LIMIT %s",
+            [match, *params, RANK_WINDOW],
         )
-        edge = cursor.fetchone()
-        window = " AND search_fts.rowid >= %s" if edge else ""
-        cursor.execute(
-            f"SELECT {COLUMNS} {base}{window} "
-            "ORDER BY search_fts.rank, r.session_id, r.line LIMIT %s",
-            [match, *params, *([edge[0]] if edge else []), ROW_LIMIT],
-        )
-        return cursor.fetchall(), edge is not None
+        rows = cursor.fetchall()
+        windowed = len(rows) >= RANK_WINDOW
+        if windowed:
+            # The edge text's other rows, by the records' index (its rank is its text's):
+            # FTS5 would walk every match again to meet one rowid.
+            edge, rank = rows[-1][2], rows[-1][-1]
+            held = {(row[0], row[1]) for row in rows if row[2] == edge}
+            cursor.execute(
+                f"SELECT {COLUMNS} FROM {record} r JOIN {session} s ON s.id = r.session_id "  # noqa: S608
+                f"WHERE r.search_text_id = %s{filters}",
+                [edge, *params],
+            )
+            rows += [(*row, rank) for row in cursor.fetchall() if (row[0], row[1]) not in held]
+    rows.sort(key=lambda row: (row[-1], row[0], row[1]))
+    return [row[:-1] for row in rows[:ROW_LIMIT]], windowed
 
 
-def _fill_snippets(seen: dict[int, Hit], ids: list[int], terms: list[str]) -> None:
-    """Each shown hit's part and snippet, from a window of its text around the first match."""
-    if not ids:
-        return
-    table = SearchText._meta.db_table
-    if connection.vendor == "postgresql":
-        position = "strpos(folded, lower(%s))"  # lower-cased once, when it was stored
-    else:
-        position = "instr(lower(text), lower(%s))"
-    marks = ", ".join(["%s"] * len(ids))
-    sql = (
-        f"SELECT id, part, substr(text, max_start, {WINDOW}), max_start > 1, "  # noqa: S608
-        f"length(text) > max_start + {WINDOW} - 1 FROM (SELECT id, part, text, "
-        f"CASE WHEN {position} > 100 THEN {position} - 100 ELSE 1 END AS max_start "
-        f"FROM {table} WHERE id IN ({marks})) AS found"
+def _day_start(day: date) -> datetime | str | None:
+    """The day's first moment, as the database compares it with a stored time (SQLite: the
+    text it stores, so a record at midnight UTC is on its day, not before it)."""
+    start = timezone.make_aware(
+        datetime.combine(day, day_time.min), timezone.get_current_timezone()
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [terms[0], terms[0], *ids])
-        for text_id, part, window, cut_before, cut_after in cursor.fetchall():
-            hit = seen[text_id]
-            hit.part = part
-            # The CLI's markup tags are no words of anyone's: not in the snippet.
-            piece, spans = snippet(tags_removed(window), terms)
-            if cut_before and not piece.startswith("…"):
-                piece, spans = "…" + piece, [(s + 1, e + 1) for s, e in spans]
-            if cut_after and not piece.endswith("…"):
-                piece += "…"
-            hit.snippet, hit.marks = piece, spans
-
-
-def _count_copies(seen: dict[int, Hit], ids: list[int]) -> None:
-    """How many other sessions hold each shown text (the forks that copied it)."""
-    if not ids:
-        return
-    record = Record._meta.db_table
-    marks = ", ".join(["%s"] * len(ids))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT search_text_id, COUNT(DISTINCT session_id) FROM {record} "  # noqa: S608
-            f"WHERE search_text_id IN ({marks}) GROUP BY search_text_id",
-            ids,
-        )
-        for text_id, sessions in cursor.fetchall():
-            seen[text_id].also_in = max(0, sessions - 1)
-
-
-def _day_start(day: date) -> datetime:
-    return timezone.make_aware(datetime.combine(day, day_time.min), timezone.get_current_timezone())
+    return connection.ops.adapt_datetimefield_value(start)

@@ -16,6 +16,8 @@ from ...models import Record, SearchChunk, SearchText, Session
 from ...models.search import CHUNK_OVERLAP
 
 TERM_WINDOW = 20_000  # matches of one term looked at, newest first
+# A `LIKE` pattern as a subquery: not matched against the column's statistics (spans.py).
+PATTERN = "(SELECT lower(%s))"
 # PostgreSQL: `ILIKE` with the text lower-cased once, when it was stored (migration 0022).
 FOLDED_LIKE = "t.folded LIKE lower(%s)"
 # PostgreSQL: a term that fits in a piece's overlap is looked for in the pieces of the
@@ -29,19 +31,14 @@ PIECE_LIKE = (
 
 def turn_rows(terms: list[str], columns: str, filters: str, params: list, limit: int) -> list:
     """Rows of records holding the first term, in turns where every term occurs."""
-    record, session = Record._meta.db_table, Session._meta.db_table
-    text = SearchText._meta.db_table
-    joins = f"JOIN {record} r ON r.search_text_id = {{t}} JOIN {session} s ON s.id = r.session_id"
     if connection.vendor == "postgresql":
-        source, key = f"FROM {text} t {joins.format(t='t.id')}", "t.id"
-        matches = [term_match(t) for t in terms]
-        values = [like_pattern(t) for t in terms]
-        rank = "r.session_id, r.line"
-    else:
-        source = f"FROM words.search_fts AS search_fts {joins.format(t='search_fts.rowid')}"
-        key, rank = "search_fts.rowid", "search_fts.rank"
-        matches = ["search_fts MATCH %s"] * len(terms)
-        values = ['"' + t.replace('"', '""') + '"' for t in terms]
+        return _postgres_turn_rows(terms, columns, filters, params, limit)
+    record, session = Record._meta.db_table, Session._meta.db_table
+    joins = f"JOIN {record} r ON r.search_text_id = {{t}} JOIN {session} s ON s.id = r.session_id"
+    source = f"FROM words.search_fts AS search_fts {joins.format(t='search_fts.rowid')}"
+    key, rank = "search_fts.rowid", "search_fts.rank"
+    matches = ["search_fts MATCH %s"] * len(terms)
+    values = ['"' + t.replace('"', '""') + '"' for t in terms]
     group = "r.session_id, COALESCE(r.turn, 0)"
     each = (
         "SELECT * FROM (SELECT {group} {source} WHERE {match}{filters} "
@@ -62,6 +59,44 @@ def turn_rows(terms: list[str], columns: str, filters: str, params: list, limit:
         args += [value, *params]
     with connection.cursor() as cursor:
         cursor.execute(sql, [*args, limit])
+        return cursor.fetchall()
+
+
+def _postgres_turn_rows(
+    terms: list[str], columns: str, filters: str, params: list, limit: int
+) -> list:
+    """`turn_rows` on PostgreSQL: each term's texts found once (`f0`, `f1`, ...), through
+    the trigram index of the pieces or of the whole texts, then their records looked up by
+    the index, never the first term's texts looked for again for each record, nor every
+    record walked to meet them."""
+    record, session = Record._meta.db_table, Session._meta.db_table
+    text, piece = SearchText._meta.db_table, SearchChunk._meta.db_table
+    found = []
+    for n, term in enumerate(terms):
+        if term_match(term) == PIECE_LIKE:
+            sql = f"SELECT DISTINCT c.text_id AS id FROM {piece} c WHERE c.folded LIKE {PATTERN}"  # noqa: S608
+        else:
+            sql = f"SELECT t.id FROM {text} t WHERE t.folded LIKE {PATTERN}"  # noqa: S608
+        found.append(f"f{n} AS MATERIALIZED ({sql})")
+    rows = (  # the records (passing the filters) of the texts in `f{n}`
+        "FROM f{n} CROSS JOIN LATERAL (SELECT r.session_id, r.line, r.search_text_id, "  # noqa: S608
+        f"r.turn, r.active, r.kind, r.sidechain FROM {record} r "
+        f"JOIN {session} s ON s.id = r.session_id WHERE r.search_text_id = f{{n}}.id{filters} "
+        "OFFSET 0) r"
+    )
+    group = "r.session_id, COALESCE(r.turn, 0)"
+    both = " INTERSECT ".join(
+        f"SELECT * FROM (SELECT {group} {rows.format(n=n)} "  # noqa: S608
+        f"ORDER BY f{n}.id DESC LIMIT {TERM_WINDOW}) AS m{n}"
+        for n in range(len(terms))
+    )
+    sql = (
+        f"WITH {', '.join(found)} SELECT {columns} {rows.format(n=0)} "
+        f"WHERE ({group}) IN ({both}) ORDER BY r.session_id, r.line LIMIT %s"
+    )
+    args = [*map(like_pattern, terms), *params, *(params * len(terms)), limit]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, args)
         return cursor.fetchall()
 
 
