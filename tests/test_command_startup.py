@@ -19,7 +19,8 @@ try:
     execute_from_command_line(["manage.py", *sys.argv[1:]])
 except (SystemExit, Exception) as error:  # an empty data folder has no tables
     print("ERROR", repr(error), file=sys.stderr)
-loaded = [m for m in ("branchboard.urls", "sessions_app.pages.sessions", "genai_prices") if m in sys.modules]
+heavy = ("branchboard.urls", "sessions_app.pages.sessions", "genai_prices", "markdown_it", "pygments")
+loaded = [m for m in heavy if m in sys.modules]
 print("LOADED", ",".join(loaded))
 """
 
@@ -33,7 +34,8 @@ print("LOADED", ",".join(loaded))
     ],
 )
 def test_command_skips_system_checks_and_prices(argv: list[str], tmp_path: Path) -> None:
-    """The checks load every URL and view (0.13-0.2 s); the command needs none of them."""
+    """The checks load every URL and view (0.13-0.2 s), the page's renderers (Markdown,
+    highlighting: about 50 ms) come with the selectors' package; the command needs none."""
     env = {**os.environ, "BRANCHBOARD_DATA_DIR": str(tmp_path / "data")}
     env["DJANGO_SETTINGS_MODULE"] = "branchboard.settings"
     # What the command loads does not depend on the database; SQLite in the empty data
