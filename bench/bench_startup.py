@@ -66,7 +66,10 @@ def main() -> None:
         times: dict[tuple[str, str], list[float]] = {}
         commands = {
             "fork_session --help": ["fork_session", "--help"],
-            f"fork of {path.stat().st_size / 1e6:.1f} MB": ["fork_session", str(session.session_id)],
+            f"fork of {path.stat().st_size / 1e6:.1f} MB": [
+                "fork_session",
+                str(session.session_id),
+            ],
         }
         for tree in trees.values():  # compiled once, not timed
             _wall([sys.executable, "manage.py", "fork_session", "--help"], cwd=tree, env=env)
