@@ -1,6 +1,24 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.apps import AppConfig
+
+
+def _words_attach(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """SQLite's words file attached to a new connection; the search package (its indexing,
+    texts and archive) is loaded only then, not by every command's `django.setup()`."""
+    if connection.vendor != "sqlite":
+        return
+    from .services.searching.words import words_attach
+
+    words_attach(sender, connection, **kwargs)
+
+
+def _words_made(connection: Any) -> None:
+    from .services.searching.words import words_made
+
+    words_made(connection)
 
 
 class SessionsAppConfig(AppConfig):
@@ -18,12 +36,10 @@ class SessionsAppConfig(AppConfig):
         from django.db import connections
         from django.db.models.signals import post_migrate
 
-        from .services.searching.words import words_attach, words_made
-
         # SQLite: the search index's words, a database file of their own.
-        connection_created.connect(words_attach, dispatch_uid="words_attach")
+        connection_created.connect(_words_attach, dispatch_uid="words_attach")
         post_migrate.connect(
-            lambda using="default", **kw: words_made(connections[using]),
+            lambda using="default", **kw: _words_made(connections[using]),
             sender=self,
             dispatch_uid="words_made",
             weak=False,

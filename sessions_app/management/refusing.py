@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import orjson
 from django.core.management.base import BaseCommand, CommandError
 
-from sessions_app.refusals import exit_code_of, status_of
-from sessions_app.services.branching import BranchError
+if TYPE_CHECKING:
+    from sessions_app.services.branching import BranchError
 
 JSON_HELP = (
     "print one JSON object on stdout, also when refused: "
@@ -19,6 +19,9 @@ JSON_HELP = (
 
 def refuse(command: BaseCommand, error: BranchError, *, as_json: bool) -> NoReturn:
     """End the command on a refusal: exit 2, 3 or 4 by its status, as JSON with --json."""
+    # Here, not at the top: a command's `--help` loads no service.
+    from sessions_app.refusals import exit_code_of, status_of
+
     code = exit_code_of(error)
     if as_json:
         body = {"error": str(error), "status": status_of(error)}

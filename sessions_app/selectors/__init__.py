@@ -12,29 +12,73 @@ Callers use `selectors.<name>`; every name of the first five is re-exported here
 
 from __future__ import annotations
 
-from ..services.reading.branches import Branch, abandoned_branch, branch_records
-from ..services.reading.records import (
-    PAGE_TURNS,
-    page_records,
-    record_at,
-    subagent_records,
-    transcript_records,
-)
-from .facts import edit_prompt, session_summary, turn_list, turn_prompt_text, undo_available
-from .family import lineage_of, subagents_of
-from .lists import (
-    SESSION_SORTS,
-    listed_session,
-    newest_import,
-    projects_for_dashboard,
-    recent_sessions,
-    rewind_undone,
-    session_lines,
-    sessions_of_project,
-    undone_backups,
-    undone_rewind,
-    with_children_counts,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..services.reading.branches import Branch, abandoned_branch, branch_records
+    from ..services.reading.records import (
+        PAGE_TURNS,
+        page_records,
+        record_at,
+        subagent_records,
+        transcript_records,
+    )
+    from .facts import edit_prompt, session_summary, turn_list, turn_prompt_text, undo_available
+    from .family import lineage_of, subagents_of
+    from .lists import (
+        SESSION_SORTS,
+        listed_session,
+        newest_import,
+        projects_for_dashboard,
+        recent_sessions,
+        rewind_undone,
+        session_lines,
+        sessions_of_project,
+        undone_backups,
+        undone_rewind,
+        with_children_counts,
+    )
+
+# Each name's module, loaded when the name is first asked for: a command that prints a
+# session's summary loads `facts`, not the family's rendering (markdown, highlighting).
+_HOMES = {
+    "..services.reading.branches": ("Branch", "abandoned_branch", "branch_records"),
+    "..services.reading.records": (
+        "PAGE_TURNS",
+        "page_records",
+        "record_at",
+        "subagent_records",
+        "transcript_records",
+    ),
+    ".facts": ("edit_prompt", "session_summary", "turn_list", "turn_prompt_text", "undo_available"),
+    ".family": ("lineage_of", "subagents_of"),
+    ".lists": (
+        "SESSION_SORTS",
+        "listed_session",
+        "newest_import",
+        "projects_for_dashboard",
+        "recent_sessions",
+        "rewind_undone",
+        "session_lines",
+        "sessions_of_project",
+        "undone_backups",
+        "undone_rewind",
+        "with_children_counts",
+    ),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    """A re-exported name, imported from its module on first use."""
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "PAGE_TURNS",

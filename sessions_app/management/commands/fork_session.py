@@ -8,13 +8,6 @@ import orjson
 from django.core.management.base import BaseCommand, CommandParser
 
 from sessions_app.management.refusing import JSON_HELP, refuse
-from sessions_app.selectors import session_summary, turn_prompt_text
-from sessions_app.services.audit import actor_of_command
-from sessions_app.services.branching import BranchError
-from sessions_app.services.branching.inputs import fork_input
-from sessions_app.services.fresh_start import fresh_start
-from sessions_app.services.lookup import session_resolve
-from sessions_app.services.worktrees import fork_where_asked
 
 
 class Command(BaseCommand):
@@ -65,6 +58,14 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # The services are loaded here, not with the module: `--help` needs none of them.
+        from sessions_app.selectors import session_summary, turn_prompt_text
+        from sessions_app.services.audit import actor_of_command
+        from sessions_app.services.branching import BranchError
+        from sessions_app.services.branching.inputs import fork_input
+        from sessions_app.services.lookup import session_resolve
+        from sessions_app.services.worktrees import fork_where_asked
+
         try:
             asked = fork_input(
                 turn=options["turn"],
@@ -107,6 +108,8 @@ class Command(BaseCommand):
             self.stdout.write(f"\nprompt of turn {turn}, to edit and send:\n{info['prompt']}")
 
     def _fresh_start(self, source: Any, *, as_json: bool) -> None:
+        from sessions_app.services.fresh_start import fresh_start
+
         start = fresh_start(session=source)
         if as_json:
             info = {"session_id": None, "turn": start.turn, "prompt": start.prompt}

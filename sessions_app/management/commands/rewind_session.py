@@ -9,11 +9,6 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.template.defaultfilters import pluralize
 
 from sessions_app.management.refusing import JSON_HELP, refuse
-from sessions_app.selectors import session_summary
-from sessions_app.services.audit import actor_of_command, audit_record
-from sessions_app.services.branching import BranchError, session_rewind, session_rewind_undo
-from sessions_app.services.branching.inputs import rewind_input
-from sessions_app.services.lookup import session_resolve
 
 
 class Command(BaseCommand):
@@ -35,6 +30,17 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # The services are loaded here, not with the module: `--help` needs none of them.
+        from sessions_app.selectors import session_summary
+        from sessions_app.services.audit import actor_of_command, audit_record
+        from sessions_app.services.branching import (
+            BranchError,
+            session_rewind,
+            session_rewind_undo,
+        )
+        from sessions_app.services.branching.inputs import rewind_input
+        from sessions_app.services.lookup import session_resolve
+
         try:
             turn = None if options["undo"] else rewind_input(turn=options["turn"])
             session = session_resolve(ref=options["session"])
