@@ -1,15 +1,15 @@
-"""PostgreSQL: the texts' trigram index built whole after an import that adds more than it
-holds.
+"""PostgreSQL: the texts' trigram index built whole after an import that adds more than
+twice what it holds.
 
 GIN takes a text's trigrams when its row goes in, inside the import's transaction: for
 a first import (or a hub's first push) that upkeep was the largest single part of the
 import on PostgreSQL, and building the index once over the rows already in costs less
-(0.50 s against 0.85 s for the same 4,572 texts, one by one in the import it is more).
-So an import pass that is to read more bytes than the index holds (and at least
-`BULK_MIN_BYTES`) drops the index, imports, and builds it again before it returns. A
-search meanwhile reads the texts without it: the same answers, found by a scan. The
-pieces' index (`search_chunk_folded_trgm`) stays: the thread behind the import keeps it
-up on the other core. Whatever stops a pass before it builds the index again (a crash, a
+(0.50 s against 0.85 s for the same 4,572 texts). So an import pass that is to read more
+than twice the bytes the index holds (and at least `BULK_MIN_BYTES`: a hub's first
+batch) drops the index, imports, and builds it again before it returns. A search
+meanwhile reads the texts without it: the same answers, found by a scan. The pieces'
+index (`search_chunk_folded_trgm`) stays: the thread behind the import keeps it up on
+the other core. Whatever stops a pass before it builds the index again (a crash, a
 killed worker), the next search pass builds it (`texts_index_ensure`): the passes
 without it hold an advisory lock, shared, and it is built only when none holds it. The
 index is the one migration 0022 made, word for word.
@@ -30,9 +30,12 @@ INDEX_MADE = (
     f"CREATE INDEX IF NOT EXISTS {INDEX} ON {SearchText._meta.db_table} "
     "USING gin (folded gin_trgm_ops)"
 )
-# Below this many new bytes the index is kept up row by row: building it whole costs
-# about as much as the rows it already holds.
-BULK_MIN_BYTES = 8 << 20
+# Below this many new bytes the index is kept up row by row (a drop waits for the
+# table's readers): a hub's batches of small files are 4-8 MB.
+BULK_MIN_BYTES = 4 << 20
+# Building the index whole costs about 0.6 of keeping it up row by row, per byte, and a
+# build takes the rows already there too: it pays when they are under half the new ones.
+BULK_OVER_HELD = 2
 # The drop waits this long for searches and imports holding the table; past that the
 # pass keeps the index up row by row, as before.
 LOCK_WAIT = "2s"
@@ -47,7 +50,7 @@ def texts_index_bulk_wanted(new_bytes: int) -> bool:
     if connection.vendor != "postgresql" or new_bytes < BULK_MIN_BYTES:
         return False
     held = Session.objects.aggregate(held=Sum("bytes_imported"))["held"] or 0
-    return new_bytes > held
+    return new_bytes > BULK_OVER_HELD * held
 
 
 @contextmanager
