@@ -266,3 +266,27 @@ def test_the_longest_file_name_the_hub_takes_is_stored_by_a_batch(hub: Hub) -> N
     assert response.status_code == 200, response.content
     assert response.json()["files"][path]["status"] == 422
     assert _stored() == {f"alice@laptop/{path}": source.read_bytes()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_first_batch_on_postgresql_builds_the_texts_index_whole(hub: Hub, monkeypatch) -> None:
+    from django.db import connection
+
+    from sessions_app.models import SearchText
+    from sessions_app.services.searching import texts_index
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's trigram index")
+    monkeypatch.setattr(texts_index, "BULK_MIN_BYTES", 0)  # these small files count as big
+
+    def index() -> int | None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT to_regclass(%s)::oid", [texts_index.INDEX])
+            return cursor.fetchone()[0]
+
+    before = index()
+    files = [(_hub_path(s), s.read_bytes()) for s in SOURCES]
+    assert _batch(hub, _body(files)).status_code == 200
+    after = index()
+    assert after is not None and after != before, "dropped, then built whole, in the request"
+    assert SearchText.objects.exists()

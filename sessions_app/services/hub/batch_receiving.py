@@ -28,6 +28,7 @@ from ...models import HubNamespace, Session
 from ..discovery.at_path import discover_path
 from ..importing import ImportReport, projects_refresh, session_file_import
 from ..importing.session_row import cli_branches_link
+from ..searching.texts_index import texts_index_bulk
 from ..watching import CATCH_UP
 from .namespaces import BadHubPath, hub_path_normal
 from .receiving import (
@@ -237,10 +238,12 @@ def _index(namespace: HubNamespace, stored: list[Entry]) -> dict[str, Session]:
         found, _, _ = discover_path(entry.root, entry.target)
         sources += [(source, entry.normal) for source in found]
     # Sessions first, so a subagent's file finds its parent imported (as the import does).
-    for source, normal in sorted(sources, key=lambda pair: pair[0].is_subagent):
-        session = session_file_import(source=source, report=report)
-        if session is not None:
-            sessions[normal] = session
+    # A first push: the texts' trigram index is built once after the batch, not row by row.
+    with texts_index_bulk(sum(entry.size for entry in stored)):
+        for source, normal in sorted(sources, key=lambda pair: pair[0].is_subagent):
+            session = session_file_import(source=source, report=report)
+            if session is not None:
+                sessions[normal] = session
     if not sessions:
         return sessions
     projects_refresh(project_ids={s.project_id for s in sessions.values()})

@@ -30,6 +30,7 @@ from ..discovery import RootError, SessionFile, discover
 from ..progress import ImportTracker
 from ..roots import UnsafePath, open_regular
 from ..searching import words_kick
+from ..searching.texts_index import texts_index_bulk
 from .archiving import KeptFiles
 from .indexing import Indexed, import_open_file
 from .naming import _discover_named as _discover_named
@@ -115,31 +116,33 @@ def sessions_import(
     kept.archive_state(report, named=named is not None)
     touched: set[int] = set()
     counted_at = time.monotonic()
-    for source in found:
-        report.files += 1
-        report.subagent_files += source.is_subagent
-        state = known.get(str(source.path))
-        if state is not None and _unchanged(source.path, state):
-            report.skipped += 1
-            kept.catch_up(source, report)
-        elif state is None and left_out.passed_over(source, report):
-            pass  # said once; not opened again while it stays as it is
-        elif (session := session_file_import(source=source, report=report)) is not None:
-            touched.add(session.project_id)
-            report.session_pks.append(session.pk)
-            left_out.imported(session)
-            words_kick()  # its search texts' words go in behind, on the other core
-        if progress is not None or tracker is not None:
-            size = _size(source.path)
-            if progress is not None:
-                progress(source, size)
-            if tracker is not None:
-                tracker.advance(size)
-        if touched and time.monotonic() - counted_at > RECOUNT_EVERY:
-            # A long pass: the project list shows the sessions imported so far.
-            projects_refresh(project_ids=touched)
-            touched.clear()
-            counted_at = time.monotonic()
+    # A first import: the texts' trigram index is built once at the end, not row by row.
+    with texts_index_bulk(_new_bytes(found, known)):
+        for source in found:
+            report.files += 1
+            report.subagent_files += source.is_subagent
+            state = known.get(str(source.path))
+            if state is not None and _unchanged(source.path, state):
+                report.skipped += 1
+                kept.catch_up(source, report)
+            elif state is None and left_out.passed_over(source, report):
+                pass  # said once; not opened again while it stays as it is
+            elif (session := session_file_import(source=source, report=report)) is not None:
+                touched.add(session.project_id)
+                report.session_pks.append(session.pk)
+                left_out.imported(session)
+                words_kick()  # its search texts' words go in behind, on the other core
+            if progress is not None or tracker is not None:
+                size = _size(source.path)
+                if progress is not None:
+                    progress(source, size)
+                if tracker is not None:
+                    tracker.advance(size)
+            if touched and time.monotonic() - counted_at > RECOUNT_EVERY:
+                # A long pass: the project list shows the sessions imported so far.
+                projects_refresh(project_ids=touched)
+                touched.clear()
+                counted_at = time.monotonic()
     kept.removals_mark(found, scanned, report)
     if named is not None:
         _named_gone_mark(named, roots, report)
@@ -147,6 +150,19 @@ def sessions_import(
     projects_refresh(project_ids=touched)
     left_out.forget_gone()
     return report
+
+
+def _new_bytes(found: list[SessionFile], known: dict[str, tuple[int, int, int]]) -> int:
+    """PostgreSQL: about how many bytes of session files the pass is to read."""
+    if connection.vendor != "postgresql":
+        return 0
+    total = 0
+    for source in found:
+        state = known.get(str(source.path))
+        size = _size(source.path)
+        if state is None or not _unchanged(source.path, state):
+            total += size - state[0] if state is not None and size > state[0] else size
+    return total
 
 
 def _mtime(path: Path) -> int:

@@ -29,6 +29,7 @@ from ...models import SearchText, Session
 from ..progress import CatchUp
 from .indexing import SLICE_LINES, session_index
 from .texts import TextLinks
+from .texts_index import texts_index_ensure
 from .words import words_waiting
 from .words_filling import words_fill, words_kick
 
@@ -101,6 +102,7 @@ def search_refresh(
     # The imports that named these sessions stored texts too (their one read): merged
     # after any pass that had sessions to look at, not after a watcher's idle one.
     if connection.vendor == "postgresql" and (session_ids is None or session_ids):
+        texts_index_ensure()  # an import pass that went without it and stopped early
         _pending_merged()
     if progress is not None:
         progress(total, total)
