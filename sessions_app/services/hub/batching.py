@@ -24,7 +24,7 @@ from ..roots import open_regular
 from .client import LONG_TIMEOUT, Hub, HubError
 
 if TYPE_CHECKING:
-    from .pushing import Local, PushReport
+    from .choosing import Local, PushReport
 
 if sys.version_info >= (3, 14):
     from compression import zstd
