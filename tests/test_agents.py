@@ -26,7 +26,6 @@ from sessions_app.formats import (
     TITLE,
     Agent,
     agent_for,
-    agent_of_session_path,
     detect_agent_from_path,
     parse_line,
 )
@@ -229,10 +228,13 @@ def test_layouts_say_where_session_files_live() -> None:
     assert qwen.project_folder_of(project / f"{sid}.jsonl") is None
     assert claude.project_folder_of(project / f"{sid}.jsonl") == project
     relative = Path("-home-dev-app")
-    assert agent_of_session_path(relative / f"{sid}.jsonl") is claude
-    assert agent_of_session_path(relative / "chats" / f"{sid}.jsonl") is qwen
-    assert agent_of_session_path(relative / "deeper" / "still" / f"{sid}.jsonl") is None
-    assert agent_of_session_path(relative / "notes.jsonl") is None
+    assert claude.is_session_path(relative / f"{sid}.jsonl")
+    assert not qwen.is_session_path(relative / f"{sid}.jsonl")
+    assert qwen.is_session_path(relative / "chats" / f"{sid}.jsonl")
+    assert not claude.is_session_path(relative / "chats" / f"{sid}.jsonl")
+    for agent in (claude, qwen):
+        assert not agent.is_session_path(relative / "deeper" / "still" / f"{sid}.jsonl")
+        assert not agent.is_session_path(relative / "notes.jsonl")
     assert detect_agent_from_path(project / "chats" / f"{sid}.jsonl") == QWEN
     assert detect_agent_from_path(project / "agent-a1.jsonl") == CLAUDE
 

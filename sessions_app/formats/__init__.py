@@ -184,14 +184,6 @@ def flat_layout_agent() -> Agent:
     raise LookupError("no agent keeps its sessions in the project folder itself")
 
 
-def agent_of_session_path(path: Path) -> Agent | None:
-    """The agent whose layout puts a session file at `path` (relative to a session root)."""
-    for agent in REGISTRY.values():
-        if agent.is_session_path(path):
-            return agent
-    return None
-
-
 def _unknown(name: str) -> str:
     return f"unknown agent {name!r}; known agents: {', '.join(REGISTRY)}"
 
