@@ -31,7 +31,7 @@ from sessions_app.services.worktrees import (
     worktree_remove,
 )
 
-from .test_worktrees import QWEN_FIXTURE, claude_session, make_repo, run
+from .test_worktrees import QWEN_FIXTURE, claude_session, git_env, make_repo, run
 
 pytestmark = pytest.mark.django_db
 
@@ -145,8 +145,8 @@ def test_the_page_refuses_to_drop_an_ignored_secret(
 def test_stale_removal_keeps_an_agent_worktree_with_ignored_files(repo: Path) -> None:
     old = 1_000_000_000
     agent = repo / ".claude" / "worktrees" / "agent-abcdef1"
-    env = {**os.environ, "GIT_COMMITTER_DATE": f"@{old}", "GIT_AUTHOR_DATE": f"@{old}"}
-    subprocess.run(["git", "commit", "-q", "--amend", "--no-edit"], cwd=repo, env=env, check=True)
+    dates = {"GIT_COMMITTER_DATE": f"@{old}", "GIT_AUTHOR_DATE": f"@{old}"}
+    run("commit", "-q", "--amend", "--no-edit", cwd=repo, env=dates)
     run("worktree", "add", "-q", "-b", "wt-agent", str(agent), cwd=repo)
     secret = with_secret(agent)
     os.utime(agent, (old, old))
@@ -337,6 +337,7 @@ def test_the_name_check_agrees_with_git(repo: Path, name: str) -> None:
         cwd=repo,
         capture_output=True,
         check=False,
+        env=git_env(),
     )
     try:
         check_slug(name)

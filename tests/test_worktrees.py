@@ -36,15 +36,34 @@ QWEN_FIXTURE = next(
 )
 
 
-def run(*args: str, cwd: Path) -> str:
-    """git, as a user would run it (with an identity for commits)."""
+# Who the tests' commits are by: given to every git call, so that a newcomer without a
+# global identity (a fresh user, a container) runs the tests as they are.
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.com",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.com",
+}
+
+
+def git_env(**extra: str) -> dict[str, str]:
+    """The environment of the tests' own git calls: none of the caller's `GIT_*` variables,
+    none of the user's or the system's git config (a global `commit.gpgsign` or hook would
+    change what a test does), an identity for commits, and `extra` (commit dates)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", **GIT_IDENTITY, **extra)
+    return env
+
+
+def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
+    """git, as a user would run it, with an identity for commits (`git_env`); `env`: more."""
     done = subprocess.run(
-        ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com", *args],
+        ["git", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         check=True,
-        env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+        env=git_env(**(env or {})),
     )
     return done.stdout.strip()
 
@@ -314,12 +333,7 @@ def test_a_worktree_mid_merge_with_only_conflicts_is_dirty(repo: Path, root: Pat
     path = fork_worktree(repo, root, "merge")
     commit(repo, "app.py", "print('main')\n", "main side")
     commit(path, "app.py", "print('fork')\n", "fork side")
-    subprocess.run(
-        ["git", "-c", "user.name=T", "-c", "user.email=t@e", "merge", "main"],
-        cwd=path,
-        capture_output=True,
-        check=False,
-    )
+    subprocess.run(["git", "merge", "main"], cwd=path, capture_output=True, env=git_env())
     assert run("status", "--porcelain", cwd=path) == "UU app.py"
     with pytest.raises(NeedsConfirmation, match="1 conflicted"):
         worktree_remove(path)
@@ -397,12 +411,7 @@ def test_stale_agent_worktrees_are_removed_and_anything_in_doubt_kept(repo: Path
     old = time.time() - 40 * 86400
     # The repository's one commit is 40 days old.
     dates = {"GIT_COMMITTER_DATE": f"@{int(old)}", "GIT_AUTHOR_DATE": f"@{int(old)}"}
-    subprocess.run(
-        ["git", "commit", "-q", "--amend", "--no-edit"],
-        cwd=repo,
-        env={**os.environ, **dates},
-        check=True,
-    )
+    run("commit", "-q", "--amend", "--no-edit", cwd=repo, env=dates)
     folder = repo / ".claude" / "worktrees"
     made = {}
     for slug in ("agent-0000001", "agent-0000002", "agent-0000003", "agent-0000004", "mine-old"):

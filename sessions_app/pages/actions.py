@@ -173,7 +173,8 @@ def restore(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
         return _failed(request, session, error)
     actor = actor_of_request(request, origin=PAGE)
     audit_record(actor=actor, action="restore", session=session, result=None, turn=None)
-    messages.success(request, f"Restored to disk: {written[0]} (resume it in its CLI again).")
+    more = f" and {len(written) - 1} more of its files" if len(written) > 1 else ""
+    messages.success(request, f"Restored to disk: {written[0]}{more} (resume it in its CLI again).")
     for problem in written.problems:
         messages.warning(request, f"Not restored: {problem}")
     return _done(request, reverse("sessions:session_detail", args=[session.ref]))

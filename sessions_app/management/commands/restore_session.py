@@ -17,9 +17,10 @@ from sessions_app.services.lookup import session_resolve
 
 class Command(BaseCommand):
     help = (
-        "Restore SESSION's file (and its subagent files) byte for byte from branchboard's "
-        "archive where its CLI looks; refused if a file is there. Exit codes: 2 bad request, "
-        "3 unknown session, 4 conflict."
+        "Restore SESSION's file, its subagent files, the files of its folder and its file "
+        "backups byte for byte from branchboard's archive where its CLI looks; refused if its "
+        "file is there; each file that cannot come back is named (not_restored). Exit codes: "
+        "2 bad request, 3 unknown session, 4 conflict."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -4,16 +4,16 @@ The file is created exclusively (`O_CREAT|O_EXCL`, mode 0600, no link followed),
 written from pieces each checked against its digest, fsynced, and read back against
 the digests before it counts as restored; anything already at the path refuses it. The
 session row then takes the new file's state, so the next import finds it unchanged.
-The session's subagent transcripts the archive holds come back with it, and its
-file-history backups that are missing from the CLI's folder (each checked against its
-digest; one that is there with other bytes is reported and left alone).
+The session's subagent transcripts the archive holds come back with it, the files of its
+folder (`archive.sidecars`) and its file-history backups that are missing from the CLI's
+folders (each checked against its digest; one that is there with other bytes is reported
+and left alone). Every file that does not come back is named, with the reason.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import stat
 from pathlib import Path
 from typing import BinaryIO
 
@@ -22,23 +22,11 @@ from django.db import transaction
 from ...formats.claude.file_history import backup_name_valid
 from ...models import Session
 from ...models.archive import ArchivedFile
-from ..branching.errors import SourceChanged
 from ..branching.guards import check_not_pushed
-from ..roots import configured_roots, roots_hint
 from . import ArchiveError, ArchiveReader, archive_covers, digest, piece_bytes
-from .files import archived_file_bytes, file_history_folder
-
-
-class RestoreRefused(SourceChanged):
-    """The session cannot be restored; the message says why (409). Nothing was written."""
-
-
-class Restored(list[Path]):
-    """The files a restore wrote; `problems`: file backups it did not write, and why."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.problems: list[str] = []
+from .files import file_history_folder
+from .sidecars import SIDECAR, sidecar_folder
+from .writing import Restored, RestoreRefused, folder_open, whole_file_write
 
 
 def session_restore(*, session: Session) -> Restored:
@@ -64,10 +52,21 @@ def session_restore(*, session: Session) -> Restored:
     subagents = Session.objects.filter(
         is_subagent=True, owner_session_id=session.session_id, project=session.project
     )
-    for sub in subagents:
-        if not os.path.lexists(sub.path) and archive_covers(sub):
+    for sub in subagents.order_by("path"):
+        if os.path.lexists(sub.path):
+            continue
+        if not archive_covers(sub):
+            written.problems.append(
+                f"{sub.path}: not restored: the archive does not hold this subagent "
+                "transcript whole"
+            )
+            continue
+        try:
             written.append(_restore_file(sub))
+        except RestoreRefused as exc:
+            written.problems.append(f"{sub.path}: not restored: {exc}")
     _restore_file_history(session, written)
+    _restore_folder(session, written)
     return written
 
 
@@ -90,73 +89,20 @@ def _restore_file_history(session: Session, written: Restored) -> None:
         return
     try:
         for row in rows.iterator(chunk_size=20):
-            path = _restore_backup(row, folder, dir_fd, written.problems)
-            if path is not None:
+            path = folder / row.name
+            if not backup_name_valid(row.name):
+                written.problems.append(f"{path}: not a backup's name; not restored")
+            elif whole_file_write(row, path, dir_fd, written.problems):
                 written.append(path)
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
 
 
-def _restore_backup(
-    row: ArchivedFile, folder: Path, dir_fd: int, problems: list[str]
-) -> Path | None:
-    """One backup written exclusively and read back; None when it is there or cannot be."""
-    path = folder / row.name
-    if not backup_name_valid(row.name):
-        problems.append(f"{path}: not a backup's name; not restored")
-        return None
-    try:
-        raw = archived_file_bytes(row)
-    except ArchiveError as exc:
-        problems.append(f"{path}: not restored: {exc.strerror}")
-        return None
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = os.open(row.name, flags, 0o600, dir_fd=dir_fd)
-    except FileExistsError:
-        if _holds(row, dir_fd) is not True:
-            problems.append(f"{path}: another file is there; left alone (never overwritten)")
-        return None
-    except OSError as exc:
-        problems.append(f"{path}: not restored ({exc.strerror})")
-        return None
-    try:
-        # The owner's execute bit is all a worktree restore takes from a backup's mode.
-        if row.mode & stat.S_IXUSR:
-            os.fchmod(fd, 0o700)
-        with os.fdopen(fd, "wb") as out:
-            out.write(raw)
-            out.flush()
-            os.fsync(out.fileno())
-        if _holds(row, dir_fd) is not True:
-            raise OSError(f"{path}: did not read back as archived")
-    except OSError as exc:
-        os.unlink(row.name, dir_fd=dir_fd)
-        problems.append(f"{path}: not restored ({exc}); removed it")
-        return None
-    return path
-
-
-def _holds(row: ArchivedFile, dir_fd: int) -> bool | None:
-    """Whether the regular file named `row.name` holds exactly the archived bytes."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(row.name, flags, dir_fd=dir_fd)
-    except OSError:
-        return None  # a link, or unreadable
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        os.set_blocking(fd, True)
-        raw = f.read(row.length + 1)
-    return len(raw) == row.length and digest(raw) == row.digest
-
-
 def _restore_file(session: Session) -> Path:
     """One file, written exclusively, verified, and its index row told its new state."""
     path = Path(session.path)
-    folder_fd = _open_folder(path, session.project.root)
+    folder_fd = folder_open(path, session.project.root)
     try:
         st = _write_file(session, path, folder_fd)
     finally:
@@ -173,47 +119,6 @@ def _restore_file(session: Session) -> Path:
         )
     session.refresh_from_db()
     return path
-
-
-def _open_folder(path: Path, root: str) -> int:
-    """A descriptor of the file's folder, reached from a configured root one component at
-    a time, each opened as itself (never through a link) relative to its parent's."""
-    real_root = Path(os.path.realpath(root))
-    roots = configured_roots()
-    if real_root not in roots:
-        raise RestoreRefused(
-            f"{path}: its root {real_root} is not a configured session root; "
-            f"{roots_hint()}; nothing was written"
-        )
-    try:
-        parts = path.relative_to(root).parts
-    except ValueError:
-        raise RestoreRefused(
-            f"{path}: outside the session root {root}; nothing was written"
-        ) from None
-    if not parts or any(p in {"", ".", ".."} for p in parts):
-        raise RestoreRefused(f"{path}: not a file under {root}; nothing was written")
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = os.open(real_root, flags)
-    except OSError as exc:
-        raise RestoreRefused(
-            f"{real_root}: cannot open the root ({exc.strerror}); nothing was written"
-        ) from None
-    try:
-        for part in parts[:-1]:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(part, 0o700, dir_fd=fd)
-            child = os.open(part, flags, dir_fd=fd)
-            os.close(fd)
-            fd = child
-    except OSError as exc:
-        os.close(fd)
-        raise RestoreRefused(
-            f"{path}: a folder on its way is a link or cannot be opened "
-            f"({exc.strerror or exc}); links are never followed; nothing was written"
-        ) from None
-    return fd
 
 
 def _write_file(session: Session, path: Path, folder_fd: int) -> os.stat_result:
@@ -268,3 +173,30 @@ def _read_back(session: Session, path: Path, f: BinaryIO) -> None:
             raise RestoreRefused(f"{path}: did not read back as archived; removed it")
     if f.read(1):
         raise RestoreRefused(f"{path}: longer than archived; removed it")
+
+
+def _restore_folder(session: Session, written: Restored) -> None:
+    """Each archived file of the session's folder missing from it, written back (never over
+    another file, never through a link); each one that cannot come back named in
+    `written.problems`."""
+    folder = sidecar_folder(session)
+    rows = ArchivedFile.objects.filter(session=session, kind=SIDECAR).order_by("name")
+    if folder is None:
+        return
+    for row in rows.iterator(chunk_size=20):
+        path = folder / row.name
+        parts = row.name.split("/")
+        if "\x00" in row.name or any(p in {"", ".", ".."} for p in parts):
+            written.problems.append(f"{path}: not a path in the session's folder; not restored")
+            continue
+        try:
+            dir_fd = folder_open(path, session.project.root)
+        except RestoreRefused as exc:
+            written.problems.append(f"{path}: not restored: {exc}")
+            continue
+        try:
+            if whole_file_write(row, path, dir_fd, written.problems):
+                written.append(path)
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

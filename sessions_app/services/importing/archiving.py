@@ -11,11 +11,14 @@ from typing import BinaryIO
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
+from ...formats import agent_for, agents
+from ...formats.session_folders import keeps_session_folders, session_folder
 from ...models import Session
 from ...models.archive import ArchivedFile
 from ..archive import archive_covers, archive_enabled, archive_ends, archive_extend, archive_open
 from ..archive.files import archive_file_history, history_folder
 from ..archive.making import Ahead
+from ..archive.sidecars import sidecars_keep
 from ..archive.versions import keep_earlier_version
 from ..discovery import SessionFile
 from ..roots import UnsafePath, open_regular, resolve_root
@@ -56,6 +59,7 @@ def archive_keep(
     else:
         report.archive_ends[session.pk] = now  # for a later read of the same file in the pass
     history_keep(session, report)
+    folder_keep(session, report)
 
 
 def _made(ahead: Future[Ahead] | None) -> Ahead | None:
@@ -74,6 +78,20 @@ def history_keep(session: Session, report: ImportReport) -> None:
         raise
     except Exception as exc:  # the index stands without them
         report.errors.append(f"{session.path}: file backups not archived ({exc})")
+        return
+    report.archived += kept.raw
+    report.errors += kept.problems
+
+
+def folder_keep(session: Session, report: ImportReport) -> None:
+    """Archive the files of the folder the session (or its parent) owns that are new or
+    changed; problems are reported."""
+    try:
+        kept = sidecars_keep(session=session)
+    except DatabaseError:
+        raise
+    except Exception as exc:  # the index stands without them
+        report.errors.append(f"{session.path}: the session's folder not archived ({exc})")
         return
     report.archived += kept.raw
     report.errors += kept.problems
@@ -137,6 +155,8 @@ class KeptFiles:
         self.behind: dict[str, int] = {}  # path: row, of unchanged files not archived whole
         # path: row, of sessions with file backups of which the archive holds none yet
         self.history_behind: dict[str, tuple[int, Path]] = {}
+        # path: (row, folder), of sessions of which the archive holds no file of their folder
+        self.folder_behind: dict[str, tuple[int, Path]] = {}
 
     def add(self, pk: int, path: str, imported: int, removed: datetime | None) -> None:
         """One indexed file."""
@@ -167,27 +187,50 @@ class KeptFiles:
         flagged = Session.objects.filter(file_backups=True, file_removed_at=None)
         if ids is not None:
             flagged = flagged.filter(pk__in=ids)
-        rows = flagged.exclude(pk__in=ArchivedFile.objects.values("session_id")).values_list(
+        backups = ArchivedFile.objects.filter(kind=ArchivedFile.Kind.FILE_HISTORY)
+        rows = flagged.exclude(pk__in=backups.values("session_id")).values_list(
             "pk", "path", "agent", "session_id", "project__root"
         )
         for pk, path, agent, session_id, root in rows:
             folder = history_folder(agent, root, str(session_id))
             if folder is not None and path in self.imported:
                 self.history_behind[path] = (pk, folder)
+        self._folders_behind(ids)
+
+    def _folders_behind(self, ids: list[int] | None) -> None:
+        """Sessions imported before the files of their folder were kept (or whose folder
+        came after their last line): their folder is looked at once, by `catch_up`."""
+        with_folders = [a.name for a in agents() if keeps_session_folders(a)]
+        sessions = Session.objects.filter(
+            is_subagent=False, file_removed_at=None, agent__in=with_folders
+        )
+        if ids is not None:
+            sessions = sessions.filter(pk__in=ids)
+        held = ArchivedFile.objects.filter(kind=ArchivedFile.Kind.SIDECAR)
+        rows = sessions.exclude(pk__in=held.values("session_id")).values_list(
+            "pk", "path", "agent", "session_id"
+        )
+        for pk, path, agent, session_id in rows:
+            folder = session_folder(agent_for(agent), Path(path), str(session_id))
+            if folder is not None and path in self.imported:
+                self.folder_behind[path] = (pk, folder)
 
     def catch_up(self, source: SessionFile, report: ImportReport) -> None:
         """Archive the unchanged file `source` if its archive is behind its index
         (imported before the archive was kept, or while it was off), and its file backups
-        if the archive holds none of them."""
+        and the files of its folder if the archive holds none of them."""
         history = self.history_behind.pop(str(source.path), None)
+        folder = self.folder_behind.pop(str(source.path), None)
         pk = self.behind.pop(str(source.path), None)
         if pk is None:
-            # Most sessions with checkpoint records have no backups: a look, no query.
-            if history is not None and os.path.isdir(history[1]):
-                with transaction.atomic():
-                    session = Session.objects.select_for_update().filter(pk=history[0]).first()
-                    if session is not None:
-                        history_keep(session, report)
+            # Most sessions with checkpoint records have no backups, and most sessions no
+            # folder: a look, no query.
+            for behind, keep in ((history, history_keep), (folder, folder_keep)):
+                if behind is not None and os.path.isdir(behind[1]):
+                    with transaction.atomic():
+                        session = Session.objects.select_for_update().filter(pk=behind[0]).first()
+                        if session is not None:
+                            keep(session, report)
             return
         try:
             f = open_regular(source.path, root=source.root)
