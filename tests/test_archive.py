@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from sessions_app.models import ArchivePiece, Session
+from sessions_app.models.archive import ArchivedFile
 from sessions_app.services import archive
 from sessions_app.services.archive import (
     ArchiveCorrupt,
@@ -47,7 +48,12 @@ def _turns(turns: int, start: int = 0, parent: str | None = None) -> bytes:
 def test_every_corpus_file_reads_back_exactly(corpus: Path, corpus_roots: list[Path]) -> None:
     report = sessions_import(roots=corpus_roots)
     sessions = list(Session.objects.all())
-    assert sessions and report.archived == sum(s.bytes_imported for s in sessions)
+    # The session files, and the files their folders hold besides (`custom-title.json`, a
+    # subagent's `.meta.json`), each read whole.
+    folders = ArchivedFile.objects.filter(kind=ArchivedFile.Kind.SIDECAR)
+    assert folders.exists()
+    kept = sum(folders.values_list("length", flat=True))
+    assert sessions and report.archived == sum(s.bytes_imported for s in sessions) + kept
     for session in sessions:
         whole = Path(session.path).read_bytes()
         assert archive_bytes(session) == whole[: session.bytes_imported], session.path

@@ -33,6 +33,7 @@ SUBAGENT = "subagents/agent-a0751b2961eeab05e.jsonl"
 META = "subagents/agent-a0751b2961eeab05e.meta.json"
 TITLE = "custom-title.json"
 TOOL_RESULT = "tool-results/toolu_01Hk3vBQ.txt"
+GEMINI_SID = "3c4d5e6f-1a2b-4c3d-8e4f-5a6b7c8d9e0f"
 # A tool's saved output: any bytes, no final newline, not JSON.
 TOOL_BYTES = b"line one\n\x00\xff binary \xe2\x82\xac tail without newline"
 
@@ -208,3 +209,25 @@ def test_a_file_there_with_other_bytes_is_left_alone_and_named(root: Path) -> No
 
     assert title.read_bytes() == b'{"customTitle":"another"}'
     assert written.problems == [f"{title}: another file is there; left alone (never overwritten)"]
+
+
+def test_a_gemini_session_comes_back_with_its_sub_agent_chat(tmp_path: Path, settings) -> None:
+    """Gemini CLI's folder beside a chat holds its sub-agents' chats: back with it."""
+    home = tmp_path / ".gemini"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "gemini_read", home)
+    settings.SESSION_ROOTS = [home / "tmp"]
+    chats = home / "tmp" / "resumed" / "chats"
+    chat = chats / "session-2026-12-01T10-00-3c4d5e6f.jsonl"
+    sub_chat = chats / GEMINI_SID / "7a8b9c0d-2e3f-4a5b-9c6d-7e8f9a0b1c2d.jsonl"
+    assert not sessions_import(roots=[home / "tmp"]).errors
+    before = {chat: chat.read_bytes(), sub_chat: sub_chat.read_bytes()}
+    chat.unlink()
+    shutil.rmtree(chats / GEMINI_SID)
+    assert sessions_import(roots=[home / "tmp"]).removed == 2
+
+    out = io.StringIO()
+    call_command("restore_session", GEMINI_SID, "--json", stdout=out)
+
+    info = orjson.loads(out.getvalue())
+    assert sorted(info["restored"]) == sorted(map(str, before)) and info["not_restored"] == []
+    assert {p: p.read_bytes() for p in before} == before

@@ -59,9 +59,9 @@ def test_a_commit_without_an_identity_fails_as_a_newcomer(tmp_path: Path) -> Non
 
 def test_the_worktree_tests_pass_without_a_git_identity(tmp_path: Path) -> None:
     assert len(WORKTREE_TESTS) >= 5, WORKTREE_TESTS
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
-        + WORKTREE_TESTS,
+        [*pytest, *WORKTREE_TESTS],
         cwd=REPO,
         env=newcomer_env(tmp_path),
         capture_output=True,

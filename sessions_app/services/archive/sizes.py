@@ -29,18 +29,19 @@ class ArchiveSize:
     raw: int
     stored: int
     sessions: int
-    files: int = 0  # whole files kept besides the session files (file-history backups)
+    files: int = 0  # whole files kept besides the session files (backups, folders' files)
 
 
 def archive_size() -> ArchiveSize:
-    """The archive's size, for the usage page: session files and file-history backups."""
+    """The archive's size, for the usage page: session files and the whole files kept."""
     from django.db.models import Count
     from django.db.models.functions import Length
 
     totals = ArchivePiece.objects.aggregate(
         raw=Sum("length"), stored=Sum(Length("data")), sessions=Count("session", distinct=True)
     )
-    files = ArchivedFile.objects.aggregate(
+    # A file the archive names but could not keep (`not_kept`) holds no bytes here.
+    files = ArchivedFile.objects.filter(not_kept=None).aggregate(
         raw=Sum("length"), stored=Sum(Length("data")), files=Count("pk")
     )
     return ArchiveSize(
