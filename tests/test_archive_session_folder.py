@@ -231,3 +231,30 @@ def test_a_gemini_session_comes_back_with_its_sub_agent_chat(tmp_path: Path, set
     info = orjson.loads(out.getvalue())
     assert sorted(info["restored"]) == sorted(map(str, before)) and info["not_restored"] == []
     assert {p: p.read_bytes() for p in before} == before
+
+
+def test_a_link_in_the_folder_is_not_followed_when_kept_nor_when_restored(
+    root: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_bytes(b"not the session's\n")
+    folder = root / PROJECT / SID
+    (folder / "tool-results" / "link.txt").symlink_to(outside / "secret.txt")
+    with open(root / PROJECT / f"{SID}.jsonl", "ab") as f:
+        f.write(b'{"type":"last-prompt","lastPrompt":"more","sessionId":"' + SID.encode() + b'"}\n')
+    report = sessions_import(roots=[root])
+    assert [e for e in report.errors if "link.txt: not archived (a link)" in e]
+    session = Session.objects.get(session_id=SID, is_subagent=False)
+    assert not session.archived_files.filter(name="tool-results/link.txt").exists()
+    _delete(root)
+    # The session's folder is a link to elsewhere by the time it is restored.
+    folder.symlink_to(outside, target_is_directory=True)
+
+    info = _restore_by_command()
+
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]  # nothing written there
+    named = "\n".join(info["not_restored"])
+    for name in (SUBAGENT, META, TITLE, TOOL_RESULT):
+        assert f"{folder / name}: not restored" in named, named
+    assert "links are never followed" in named

@@ -8,7 +8,9 @@ earlier pieces go, as no index row names their bytes any more. So the pieces of 
 session always hold exactly the bytes its records were indexed from, 0 to
 `bytes_imported`.
 
-A session's file-history backups are kept whole beside its pieces (`archive.files`).
+A session's file-history backups are kept whole beside its pieces (`archive.files`), and so
+are the files of the folder it owns beside its file (`archive.sidecars`); restore to disk
+(`archive.restoring`, writing through `archive.writing`) brings every one back or names it.
 
 `session_open` is the one reader of a session's bytes: its file while there is one,
 else the archive (`ArchiveReader`, seekable). A piece whose bytes do not match its

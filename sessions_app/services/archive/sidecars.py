@@ -135,6 +135,10 @@ def _files(
                             stack.append((inner, os.open(entry.name, DIR_FLAGS, dir_fd=fd)))
                         except OSError as exc:
                             problems.append(f"{folder / inner}: not archived ({exc.strerror})")
+                    elif stat.S_ISDIR(st.st_mode):
+                        problems.append(
+                            f"{folder / inner}: not archived (deeper than {FOLDER_DEPTH} levels)"
+                        )
                     else:
                         what = "a link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
                         problems.append(f"{folder / inner}: not archived ({what})")
