@@ -9,6 +9,7 @@ test (threads or processes that read the index) takes `imported_committed` inste
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 from collections.abc import Iterator
@@ -24,6 +25,20 @@ from .corpus import ALL_ROOTS, FIXTURES, CorpusCopy, make_idle
 # The module transactions open now (one at most), with the blocker that lets them reach
 # the database; a transactional test ends them first (see pytest_runtest_setup).
 _OPEN: list[tuple[transaction.Atomic, DjangoDbBlocker]] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Run every test as a newcomer with no git config: a commit without its own identity fails."""
+    os.environ.update(
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_COUNT="1",
+        GIT_CONFIG_KEY_0="user.useConfigOnly",
+        GIT_CONFIG_VALUE_0="true",
+    )
+    for name in ("EMAIL", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME"):
+        os.environ.pop(name, None)
+    os.environ.pop("GIT_COMMITTER_EMAIL", None)
 
 
 @pytest.fixture
