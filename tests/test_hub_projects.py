@@ -232,3 +232,33 @@ def test_listing_what_may_go_reads_no_file_it_does_not_push(home: Path, settings
     wanted = home / next(iter(APP_FILES))
     found = choosing.local_files(report, only=[wanted])
     assert [f.path for f in found] == [wanted] and found[0].project == "/home/me/code/app"
+
+
+def test_a_fork_shows_the_project_a_fresh_import_of_its_file_gives(home: Path) -> None:
+    """The row a fork gets at once names the project its file's import would (Gemini CLI's
+    from `.project_root`), and the push decides by the same."""
+    sessions_import(roots=[home / root for root in ROOTS])
+    for inside in (".gemini/tmp/app/chats/session-2026-03-05T10-00-2a000003.jsonl", DOCUMENT):
+        source = Session.objects.get(path=str(home / inside))
+        fork = session_fork(session=source, turn=1)
+        assert fork.cwd == "/home/me/code/app", inside
+        found = next(s for s in discover(home / ".gemini/tmp")[0] if str(s.path) == fork.path)
+        assert choosing.project_of(found) == fork.cwd
+
+
+def test_a_cwd_spelled_with_an_escape_is_read_as_the_importer_reads_it(
+    home: Path, alice: Hub
+) -> None:
+    folder = home / ".claude/projects/-home-me-code-client"
+    source = next(folder.glob("*.jsonl"))
+    escaped = folder / "1c000009-0000-4000-8000-000000000009.jsonl"
+    escaped.write_bytes(
+        source.read_bytes()
+        .replace(b'"cwd"', b'"\\u0063wd"')
+        .replace(b"1c000001-0000-4000-8000-000000000001", escaped.stem.encode())
+    )
+    sessions_import(roots=[home / ".claude/projects"])
+    assert Session.objects.get(path=str(escaped)).cwd == CLIENT
+    report = push(alice)
+    assert not _on_hub(f".claude/projects/{folder.name}/{escaped.name}").exists()
+    assert any(str(escaped) in said and CLIENT in said for said in report.left_out)

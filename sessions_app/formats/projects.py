@@ -17,9 +17,10 @@ from .agent import Agent
 from .common import PATH_LIMIT
 from .documents import is_document
 
-# Every reader names a folder with these letters (a `cwd` key, Codex's `<cwd>` tag): a line
-# without them is passed by unparsed, so a file that names none (Gemini CLI's) costs a read.
-CWD = b"cwd"
+# Every reader names a folder with these letters (a `cwd` key, Codex's `<cwd>` tag), or
+# spells them with an escape: a line with neither is passed by unparsed, so a file that
+# names no folder (Gemini CLI's) costs a read, not a parse.
+CWD, ESCAPE = b"cwd", b"\\u"
 
 
 def session_project(agent: Agent, cwd: str | None, project_folder: Path) -> str:
@@ -35,14 +36,14 @@ def first_cwd(agent: Agent, f: BinaryIO, path: Path) -> str:
     if is_document(agent.documents, path):
         assert agent.documents is not None
         whole = f.read()
-        if CWD not in whole:
+        if CWD not in whole and ESCAPE not in whole:
             return ""
         records = (raw for _, raw in agent.documents.records(whole))
     else:
         records = f
     parse_line = agent.parse_line
     for raw in records:
-        if CWD in raw and (cwd := parse_line(raw).cwd):
+        if (CWD in raw or ESCAPE in raw) and (cwd := parse_line(raw).cwd):
             return cwd
     return ""
 
