@@ -584,7 +584,7 @@ def test_the_pushing_machine_says_which_names_a_hub_cannot_take_before_sending(
 ) -> None:
     """A 250-byte file name can never be pushed: the machine leaves it out and says why,
     with no request for it; its other files go as ever."""
-    from sessions_app.services.hub.pushing import PushReport, local_files
+    from sessions_app.services.hub.choosing import PushReport, local_files
 
     settings.DATA_DIR = tmp_path / "data"
     folder = tmp_path / "home" / ".claude" / "projects" / PROJECT

@@ -12,11 +12,12 @@ line break, a name the disk cannot hold, a path below a file, a chunk at an offs
 the hub holds nothing of, another spelling of a path), each refused with nothing
 written, or answered as its one spelling.
 
-After every push: the hub holds each of the laptop's files byte for byte, and for a
-deleted one the version it last held before the deletion; after a push cut off, each
-file on the hub is the version it held or a start of the laptop's file. Always: the
-hub's index of the namespace equals a fresh import of the hub's folder (records,
-turns, active leaf, each turn's prompt, every row's offset).
+After every push: the hub holds each of the laptop's files byte for byte (but those of a
+project BRANCHBOARD_HUB_EXCLUDE names), and for a deleted one the version it last held
+before the deletion; after a push cut off, each file on the hub is the version it held or
+a start of the laptop's file. Always: the hub's index of the namespace equals a fresh
+import of the hub's folder (records, turns, active leaf, each turn's prompt, every row's
+offset), and no file of the excluded project (nor one made from it) is on the hub.
 
     BRANCHBOARD_PROPERTY_EXAMPLES=100 BRANCHBOARD_PROPERTY_STEPS=20 \
         .venv/bin/python -m pytest tests/test_hub_machine.py -p no:randomly -q
@@ -110,8 +111,24 @@ SESSIONS = [
         "gemini/tmp/demo-app/chats/session-2026-11-20T10-00-1a2b3c4d.jsonl",
         ".gemini/tmp/demo-app/chats/session-2026-11-20T10-00-1a2b3c4d.jsonl",
     ),
+    # Its project: with a project excluded, a chat whose project is unknown stays home.
+    ("gemini/tmp/demo-app/.project_root", ".gemini/tmp/demo-app/.project_root"),
 ]
 ROOTS = [".claude/projects", ".qwen/projects", ".codex/sessions", ".gemini/tmp"]
+# A project BRANCHBOARD_HUB_EXCLUDE names, with a file of each agent and shape (paths under
+# tests/fixtures/hub_projects, the laptop's home alike): a Claude Code session, a Gemini CLI
+# chat and document (their project only in `.project_root`), a Codex rollout of August 2025
+# (its cwd only in `<environment_context>`). Each holds the project's folder in its bytes,
+# and so does every file made from one (a fork, a rewind's backup): no file on the hub may.
+EXCLUDED = "/home/me/code/client"
+EXCLUDED_FILES = [
+    ".claude/projects/-home-me-code-client/1c000001-0000-4000-8000-000000000001.jsonl",
+    ".gemini/tmp/client/.project_root",
+    ".gemini/tmp/client/chats/session-2026-03-04T10-00-2a000001.jsonl",
+    ".gemini/tmp/client/chats/session-2025-10-30T09-00-2a000002.json",
+    ".codex/sessions/2025/08/28/"
+    "rollout-2025-08-28T12-05-24-3c000001-0000-4000-8000-000000000001.jsonl",
+]
 EXAMPLES = int(os.environ.get("BRANCHBOARD_PROPERTY_EXAMPLES", "5"))
 STEPS = int(os.environ.get("BRANCHBOARD_PROPERTY_STEPS", "12"))
 # Small chunks, so that a fixture session goes in several and a push can stop between them.
@@ -171,6 +188,10 @@ class HubAndLaptop(RuleBasedStateMachine):
             target = self.home / inside
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(FIXTURES / fixture, target)
+        for inside in EXCLUDED_FILES:
+            target = self.home / inside
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(FIXTURES / "hub_projects" / inside, target)
         self.hub = Hub(Login(self.url, NS, self.token))
         # What the hub holds of each file (by its path under the home), as far as the
         # test knows: after a push, the laptop's bytes; a deleted file's stays as it was.
@@ -200,6 +221,10 @@ class HubAndLaptop(RuleBasedStateMachine):
             for path in sorted((self.home / root).rglob("*.jsonl")):
                 out[path.relative_to(self.home).as_posix()] = path.read_bytes()
         return out
+
+    def _pushable(self) -> dict[str, bytes]:
+        """The laptop's files of the projects that may go (not the excluded one's)."""
+        return {k: v for k, v in self._laptop_files().items() if EXCLUDED.encode() not in v}
 
     def _in_order(self, names: list[str]) -> list[str]:
         """`names` in the order the test first met them (new ones by name, at the end)."""
@@ -317,7 +342,7 @@ class HubAndLaptop(RuleBasedStateMachine):
             return self._push_cut_off(*cut)
         report = push(self.hub)
         assert report.problems == [], report.problems
-        laptop = self._laptop_files()
+        laptop = self._pushable()
         for inside, raw in laptop.items():
             assert self._hub_bytes(inside) == raw, f"{inside}: the hub's bytes differ"
             self.held[inside] = raw
@@ -397,7 +422,7 @@ class HubAndLaptop(RuleBasedStateMachine):
         """The `--watch` service pushes while a manual push starts one file over (a chunk
         at offset 0, on a connection of its own, in another thread): the live file is
         never written through a staging handle, and the next push brings all up to date."""
-        laptop = self._laptop_files()
+        laptop = self._pushable()
         inside = self._in_order(list(laptop))[pick % len(laptop)]
         raw = laptop[inside]
         first = raw[: raw.find(b"\n") + 1] or raw
@@ -514,6 +539,14 @@ class HubAndLaptop(RuleBasedStateMachine):
 
     @precondition(lambda self: hasattr(self, "hub"))
     @invariant()
+    def no_file_of_the_excluded_project_reaches_the_hub(self) -> None:
+        base = namespace_folder(NS)
+        held = [p for p in base.rglob("*") if p.is_file()] if base.exists() else []
+        leaked = [p for p in held if EXCLUDED.encode() in p.read_bytes()]
+        assert leaked == [], f"an excluded project's files on the hub: {leaked}"
+
+    @precondition(lambda self: hasattr(self, "hub"))
+    @invariant()
     def hub_index_is_a_fresh_import(self) -> None:
         base = str(namespace_folder(NS)) + os.sep
         index = {p: f for p, f in index_facts().items() if p.startswith(base)}
@@ -537,7 +570,7 @@ def test_any_sequence_of_pushes_keeps_the_hub_true(
     settings.SESSION_ROOTS = [home / root for root in ROOTS]
     settings.DATA_DIR = tmp_path / "data"
     settings.HUB_PROJECTS = ["*"]
-    settings.HUB_EXCLUDE = []
+    settings.HUB_EXCLUDE = [EXCLUDED]
     HubAndLaptop.home = home
     HubAndLaptop.data = settings.DATA_DIR
     HubAndLaptop.url = live_server.url

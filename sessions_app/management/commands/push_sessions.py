@@ -9,10 +9,12 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from sessions_app.formats.documents import SESSION_SUFFIXES
 from sessions_app.management.commands.pull_sessions import database_ready
+from sessions_app.services.hub.choosing import PushReport
 from sessions_app.services.hub.client import Hub, HubError, login_load, shown
 from sessions_app.services.hub.pulling import pull
-from sessions_app.services.hub.pushing import PushReport, push
+from sessions_app.services.hub.pushing import push
 
 # --watch: a full pass this often (seconds), besides the files that changed, and a pull.
 FULL_PASS = 600.0
@@ -56,6 +58,9 @@ class Command(BaseCommand):
         report = push(hub, dry_run=dry_run, only=only, said=self._said)
         for what, path in report.planned:
             self.stdout.write(f"would push: {shown(path)} ({what})")
+        if dry_run or self.verbosity > 1:
+            for left_out in report.left_out:
+                self.stdout.write(f"left out: {shown(left_out)}")
         for problem in report.problems:
             self.stderr.write(f"not pushed: {shown(problem)}")
         for note in report.notes:
@@ -70,6 +75,7 @@ class Command(BaseCommand):
                 f"to {hub.login.url} as {hub.login.namespace}: {report.bytes_sent:,} bytes "
                 f"({report.wire_bytes:,} on the wire); {report.up_to_date} up to date; "
                 f"{len(report.left_out)} left out by BRANCHBOARD_HUB_PROJECTS/EXCLUDE"
+                f"{'' if dry_run or not report.left_out else ' (--dry-run lists them)'}"
             )
         return report
 
@@ -93,7 +99,7 @@ class Command(BaseCommand):
             *roots, debounce=300, step=100, rust_timeout=5000, yield_on_timeout=True
         ):
             try:
-                paths = [Path(p) for _, p in changes if p.endswith(".jsonl")]
+                paths = [Path(p) for _, p in changes if p.endswith(SESSION_SUFFIXES)]
                 if paths:
                     self._pass(hub, dry_run=False, only=paths)
                 now = time.monotonic()

@@ -83,7 +83,7 @@ def push_batched(
                 done.add(path)
                 if "error" in got:
                     if got.get("status") == 422 and local_of[path] in twins:
-                        continue  # stored, not shown: the note from _twins says why
+                        continue  # stored, not shown: the note from choosing.twins says why
                     report.problems.append(f"{local_of[path]}: {got['error']}")
                 else:
                     report.sent_files.append(path)

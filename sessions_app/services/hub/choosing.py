@@ -1,26 +1,29 @@
 """What a machine may push: the session files under its roots that the include and exclude
 lists let go, named by their path under the home folder; one id in two project folders said
 once.
+
+A file's project is its session's, as its page shows it once imported
+(`formats.projects`: the first cwd its records name, else the folder its CLI recorded for
+its project folder). A file whose project nobody can know goes only while every project
+may go: with a list that narrows what goes, it stays (and a dry run says why).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-import orjson
 from django.conf import settings
 
-from ...formats import agents
+from ...formats import agent_for, agents
+from ...formats.projects import file_project
 from ..discovery import RootError, SessionFile, discover
 from ..roots import open_regular
 from .namespaces import BadHubPath, hub_folder, hub_path_check
-
-CWD_RE = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,8 @@ class Local:
     path: Path
     root: Path
     hub_path: str
-    project: str  # its project's folder (the cwd), for the include and exclude lists
+    source: SessionFile
+    project: str = ""  # its session's folder, for the include and exclude lists ("": unknown)
 
 
 @dataclass
@@ -39,7 +43,7 @@ class PushReport:
     up_to_date: int = 0
     bytes_sent: int = 0  # raw bytes
     wire_bytes: int = 0  # compressed
-    left_out: list[str] = field(default_factory=list)  # by the include or exclude list
+    left_out: list[str] = field(default_factory=list)  # "<path>: why", by the lists
     problems: list[str] = field(default_factory=list)
     planned: list[tuple[str, str]] = field(default_factory=list)  # (what, path) on a dry run
     notes: list[str] = field(default_factory=list)  # what the user should know, not failures
@@ -68,8 +72,19 @@ def local_root(key: str) -> Path | None:
     return None
 
 
-def local_files(report: PushReport) -> list[Local]:
-    """This machine's session files that may go, by the include and exclude lists."""
+def local_files(report: PushReport, only: Iterable[Path] | None = None) -> list[Local]:
+    """This machine's session files (of `only`, when given) that the include and exclude
+    lists let go, each with its project."""
+    found = session_files(report)
+    if only is not None:
+        wanted = {Path(p) for p in only}
+        found = [local for local in found if local.path in wanted]
+    return let_go(found, report)
+
+
+def session_files(report: PushReport) -> list[Local]:
+    """Every session file under this machine's roots with its name on the hub; their
+    projects not read yet (`let_go` reads them)."""
     found: list[Local] = []
     hub = hub_folder().resolve()
     for configured in settings.SESSION_ROOTS:
@@ -87,50 +102,65 @@ def local_files(report: PushReport) -> list[Local]:
             continue
         report.problems.extend(problems)
         for source in files:
-            local = _local(source, key)
+            relative = source.path.relative_to(source.root).as_posix()
+            local = Local(source.path, source.root, f"{key}/{relative}", source)
             try:
                 hub_path_check(local.hub_path)  # the hub's own rule: said before sending
             except BadHubPath as exc:
                 report.problems.append(f"{local.path}: not pushed: {exc}")
                 continue
-            if _may_go(local.project):
-                found.append(local)
-            else:
-                report.left_out.append(str(local.path))
+            found.append(local)
     return found
 
 
-def _local(source: SessionFile, key: str) -> Local:
-    relative = source.path.relative_to(source.root).as_posix()
-    return Local(source.path, source.root, f"{key}/{relative}", _project_of(source))
+def let_go(files: Iterable[Local], report: PushReport) -> list[Local]:
+    """The files whose project the include and exclude lists let go, each with its
+    project; the others go to `report.left_out` with the reason."""
+    going: list[Local] = []
+    for local in files:
+        project = project_of(local.source)
+        why = left_out_why(project)
+        if why is None:
+            going.append(dataclasses.replace(local, project=project))
+        else:
+            report.left_out.append(f"{local.path}: {why}")
+    return going
 
 
-def _project_of(source: SessionFile) -> str:
-    """The folder the session ran in, from the first `cwd` its file names."""
+def project_of(source: SessionFile) -> str:
+    """The project of a session file as its page shows it; "" when nobody can know it."""
     try:
         with open_regular(source.path, root=source.root) as f:
-            head = f.read(1 << 16)
+            return file_project(agent_for(source.agent), f, source.path, source.project_folder)
     except OSError:
-        head = b""
-    if match := CWD_RE.search(head):
-        try:
-            return str(orjson.loads(b'"' + match.group(1) + b'"'))
-        except orjson.JSONDecodeError:
-            pass
-    return str(source.project_folder)
+        return ""  # unread: not known (its push would fail as well)
 
 
-def _may_go(project: str) -> bool:
+def left_out_why(project: str) -> str | None:
+    """Why the lists keep a file of `project` on this machine; None when it may go."""
+
     def matches(patterns: Iterable[str]) -> bool:
         return any(
             fnmatch.fnmatchcase(project, p) or fnmatch.fnmatchcase(project, p.rstrip("/") + "/*")
             for p in patterns
         )
 
-    return matches(settings.HUB_PROJECTS) and not matches(settings.HUB_EXCLUDE)
+    if not project:
+        if "*" in settings.HUB_PROJECTS and not settings.HUB_EXCLUDE:
+            return None  # every project may go: so may one nobody knows
+        return (
+            "its project cannot be known (no record names its folder, nor does its CLI "
+            "for its project folder); not pushed while BRANCHBOARD_HUB_PROJECTS or "
+            "BRANCHBOARD_HUB_EXCLUDE narrows what goes"
+        )
+    if matches(settings.HUB_EXCLUDE):
+        return f"project {project} is excluded by BRANCHBOARD_HUB_EXCLUDE"
+    if not matches(settings.HUB_PROJECTS):
+        return f"project {project} is not in BRANCHBOARD_HUB_PROJECTS"
+    return None
 
 
-def _twins(files: list[Local], report: PushReport) -> set[Path]:
+def twins(files: list[Local], report: PushReport) -> set[Path]:
     """The files whose session id is also in another project folder of the same root: the
     hub shows one session per id and machine, so the others are kept there but not shown.
     One note per id says so."""

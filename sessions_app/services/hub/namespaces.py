@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 from django.conf import settings
 
 from ...formats import agents
+from ...formats.documents import is_document
 from ...session_refs import is_namespace
 
 # The longest name a folder on the hub's disk holds (bytes: NAME_MAX of Linux file
@@ -40,6 +41,21 @@ def namespace_folder(namespace: str) -> Path:
 def root_folders() -> list[str]:
     """The session folders a push may name, relative to a home: `.claude/projects`, ..."""
     return [f"{a.home_folder}/{folder}" for a in agents() for folder in a.root_folders]
+
+
+def _session_name(root: str, rest: PurePosixPath) -> bool:
+    """Whether `rest` under the session folder `root` is named as a session file there: a
+    `.jsonl` name, or one of its CLI's one-document sessions (Gemini CLI's `session-*.json`)
+    where that CLI keeps them."""
+    if rest.suffix == ".jsonl":
+        return True
+    return any(
+        root == f"{agent.home_folder}/{folder}"
+        and is_document(agent.documents, Path(rest))
+        and agent.is_session_path(Path(rest))
+        for agent in agents()
+        for folder in agent.root_folders
+    )
 
 
 def hub_roots() -> list[Path]:
@@ -80,8 +96,9 @@ def hub_path_check(path: str) -> tuple[str, PurePosixPath]:
 
     Only a session file's shape under one of the CLIs' session folders is taken: no `..`,
     no absolute path, no control character, no empty or hidden part below the root
-    folder, a `.jsonl` name, no name longer than the hub's disk holds. `projects//p` and
-    `projects/p` are the same path: `hub_path_normal` is its one spelling."""
+    folder, a `.jsonl` name (or a CLI's one-document session where it keeps them), no
+    name longer than the hub's disk holds. `projects//p` and `projects/p` are the same
+    path: `hub_path_normal` is its one spelling."""
     if not path or "\\" in path or not path.isprintable() or path.startswith("/"):
         raise BadHubPath(f"{path!r}: a path relative to the machine's home is expected")
     parts = PurePosixPath(path).parts
@@ -91,7 +108,7 @@ def hub_path_check(path: str) -> tuple[str, PurePosixPath]:
         depth = len(PurePosixPath(root).parts)
         if "/".join(parts[:depth]) == root and len(parts) > depth:
             rest = PurePosixPath(*parts[depth:])
-            if any(p.startswith(".") for p in rest.parts[:-1]) or rest.suffix != ".jsonl":
+            if any(p.startswith(".") for p in rest.parts[:-1]) or not _session_name(root, rest):
                 break
             if len(path) > 1000:
                 break

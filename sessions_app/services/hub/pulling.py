@@ -26,9 +26,9 @@ from django.conf import settings
 from ...models import Session
 from ..files import create_exclusive
 from ..importing import sessions_import
+from .choosing import local_root
 from .client import Hub, HubError
 from .namespaces import BadHubPath, hub_path_check
-from .pushing import local_root
 
 if sys.version_info >= (3, 14):
     from compression import zstd

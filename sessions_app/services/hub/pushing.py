@@ -28,16 +28,7 @@ import orjson
 
 from ..roots import open_regular
 from .batching import push_batched
-from .choosing import CWD_RE as CWD_RE
-from .choosing import Local as Local
-from .choosing import PushReport as PushReport
-from .choosing import _local as _local
-from .choosing import _may_go as _may_go
-from .choosing import _project_of as _project_of
-from .choosing import _twins as _twins
-from .choosing import local_files as local_files
-from .choosing import local_root as local_root
-from .choosing import root_key as root_key
+from .choosing import Local, PushReport, let_go, session_files, twins
 from .client import LONG_TIMEOUT, Hub, HubError
 from .proofs import Held, proofs
 
@@ -75,11 +66,12 @@ def push(
 ) -> PushReport:
     """Bring the hub up to date with this machine's session files (or those in `only`)."""
     report = PushReport()
-    files = local_files(report)
-    twins = _twins(files, report)
+    found = session_files(report)
+    twinned = twins(found, report)
     if only is not None:
         wanted = {Path(p) for p in only}
-        files = [f for f in files if f.path in wanted]
+        found = [f for f in found if f.path in wanted]
+    files = let_go(found, report)  # only the files of this push are read for their project
     for start in range(0, len(files), STATE_BATCH):
         batch = files[start : start + STATE_BATCH]
         state = hub.json(
@@ -89,7 +81,7 @@ def push(
         done = (
             set()
             if dry_run
-            else push_batched(hub, batch, state, report, said, chunk_size(), twins=twins)
+            else push_batched(hub, batch, state, report, said, chunk_size(), twins=twinned)
         )
         for local in batch:
             if local.hub_path in done:
@@ -101,8 +93,8 @@ def push(
             except HubError as exc:
                 if not exc.status:
                     raise  # the hub is away: the rest would fail too
-                if exc.status == 422 and local.path in twins:
-                    continue  # stored, not shown: the note from _twins says why
+                if exc.status == 422 and local.path in twinned:
+                    continue  # stored, not shown: the note from twins says why
                 report.problems.append(f"{local.path}: {exc}")  # this file only
     return report
 

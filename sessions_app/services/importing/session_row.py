@@ -14,6 +14,7 @@ from django.utils import timezone
 from ...conversation import AbandonedBranch, Analysis, Extension, Node
 from ...formats import INVALID, agent_for, collapse, is_session_id
 from ...formats.markup import title_text
+from ...formats.projects import session_project
 from ...models import TITLE_LIMIT, Project, Session
 from ..discovery import SessionFile
 from ..hub.namespaces import namespace_of
@@ -213,10 +214,9 @@ def _write(
     if session.started_at is None:
         # No record has said its time (as a fresh import would find): the file's mtime.
         session.updated_at = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
-    session.cwd = (
-        session.cwd
-        or reader.cwd
-        or agent_for(source.agent).project_path(source.project_folder)[:4096]
+    # The one rule the hub's push decides a file's project by, too (`formats.projects`).
+    session.cwd = session.cwd or session_project(
+        agent_for(source.agent), reader.cwd, source.project_folder
     )
     session.git_branch = (reader.git_branch or session.git_branch)[:255]
     made = None
