@@ -10,9 +10,10 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from sessions_app.management.commands.pull_sessions import database_ready
-from sessions_app.services.hub.client import Hub, HubError, login_load, shown
+from sessions_app.services.hub.client import Hub, HubError, login_load
 from sessions_app.services.hub.pulling import pull
 from sessions_app.services.hub.pushing import PushReport, push
+from sessions_app.terminal import shown
 
 # --watch: a full pass this often (seconds), besides the files that changed, and a pull.
 FULL_PASS = 600.0
@@ -64,13 +65,14 @@ class Command(BaseCommand):
                 self.stdout.write(f"note: {shown(note)}")
         if only is None:
             sent = len(report.sent_files)
-            self.stdout.write(
+            summary = (
                 f"{'would push' if dry_run else 'pushed'} "
                 f"{len(report.planned) if dry_run else sent} file{'s' * (sent != 1)} "
                 f"to {hub.login.url} as {hub.login.namespace}: {report.bytes_sent:,} bytes "
                 f"({report.wire_bytes:,} on the wire); {report.up_to_date} up to date; "
                 f"{len(report.left_out)} left out by BRANCHBOARD_HUB_PROJECTS/EXCLUDE"
             )
+            self.stdout.write(shown(summary))
         return report
 
     verbosity = 1
@@ -86,7 +88,7 @@ class Command(BaseCommand):
         roots = [str(r) for r in settings.SESSION_ROOTS if Path(r).exists()]
         if not roots:
             raise CommandError("none of the session roots exists; nothing to watch")
-        self.stdout.write(f"watching {', '.join(roots)}; Ctrl-C stops")
+        self.stdout.write(shown(f"watching {', '.join(roots)}; Ctrl-C stops"))
         full_at = time.monotonic()
         pulled_at = full_at - PULL_EVERY  # the first pull at the first tick, not 30 s on
         for changes in watch(
