@@ -7,6 +7,7 @@ import json
 import os
 import secrets
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -211,6 +212,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
+    "axes",
     "sessions_app",
 ]
 
@@ -232,6 +234,8 @@ MIDDLEWARE = [
     "sessions_app.middleware.ApiErrorMiddleware",
     # Last, so its process_exception sees a view's lock error first.
     "sessions_app.middleware.DatabaseBusyMiddleware",
+    # django-axes: a sign-in it refused (too many failures) answered with its page, 429.
+    "axes.middleware.AxesMiddleware",
 ]
 # A form without its page's token gets the site's page that says so.
 CSRF_FAILURE_VIEW = "sessions_app.pages.errors.csrf_failure"
@@ -243,6 +247,37 @@ if TEAM_MODE:
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
+
+# Sign-in throttling (django-axes), for the team's login page and /admin/login/ alike:
+# after BRANCHBOARD_LOGIN_FAILURES wrong passwords for one account from one address,
+# that account is refused from that address (429, the site's page) for
+# BRANCHBOARD_LOGIN_LOCKOUT_MINUTES, even with the right password. By account and address
+# together, so no one elsewhere can lock a user out. Every failure is kept where an admin
+# sees it (/admin/axes/: access attempts, access failures); deleting an attempt there
+# unlocks it, as `manage.py axes_reset_username NAME` does.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: a locked-out sign-in goes no further
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("BRANCHBOARD_LOGIN_FAILURES", 5)
+if AXES_FAILURE_LIMIT < 1:
+    raise ImproperlyConfigured(f"BRANCHBOARD_LOGIN_FAILURES={AXES_FAILURE_LIMIT} must be 1 or more")
+_lockout_minutes = env_int("BRANCHBOARD_LOGIN_LOCKOUT_MINUTES", 15)
+if _lockout_minutes < 1:
+    raise ImproperlyConfigured(
+        f"BRANCHBOARD_LOGIN_LOCKOUT_MINUTES={_lockout_minutes} must be 1 or more"
+    )
+AXES_COOLOFF_TIME = timedelta(minutes=_lockout_minutes)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# The client's address as the audit log takes it: behind the trusted proxy its
+# X-Forwarded-For, else the peer's (ForwardedHeadersMiddleware drops anyone else's header).
+AXES_CLIENT_IP_CALLABLE = "sessions_app.services.audit.client_address"
+AXES_LOCKOUT_CALLABLE = "sessions_app.pages.errors.locked_out"
+AXES_RESET_ON_SUCCESS = True
+# A sign-in refused while locked out writes nothing (and does not push the end of the
+# lockout further): an attacker who keeps trying cannot grow a row without end.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_ENABLE_ACCESS_FAILURE_LOG = True  # one row per failure, kept (1000 per account at most)
 
 # Transcripts are untrusted: no inline script or style, nothing from elsewhere.
 # Images inside transcripts are shown from data: URLs, never fetched.

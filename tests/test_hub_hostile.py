@@ -1,6 +1,7 @@
 """Hostile pushes to a team hub: each is refused with its status, leaves nothing on the hub's
-disk or in its index, and is written to the audit log as "push-refused". (And one crash of
-the hub's own: bytes stored but not indexed are indexed at the next push.)
+disk or in its index, and is written to the audit log as "push-refused" once its token is
+known (without one it is only logged). (And one crash of the hub's own: bytes stored but
+not indexed are indexed at the next push.)
 
 The hub is this process, reached through Django's test client (REMOTE_ADDR 127.0.0.1
 unless a test says otherwise); the hub's folder is the test's own tmp data folder.
@@ -193,8 +194,13 @@ def test_a_token_without_the_push_permission_is_refused(hub: Hub) -> None:
 
 
 def test_no_token_is_refused(hub: Hub) -> None:
-    _refused(hub.chunk(SOURCE.read_bytes(), token=""), 401, "bearer token")
-    _refused(hub.chunk(SOURCE.read_bytes(), token="not-a-token"), 401, "bearer token")
+    """Refused and nothing stored, and no audit row either: no one known sent it (it is
+    logged; tests/test_audit_bounds.py)."""
+    for token in ("", "not-a-token"):
+        response = hub.chunk(SOURCE.read_bytes(), token=token)
+        assert response.status_code == 401 and "bearer token" in response.json()["error"]
+        assert _stored() == {} and not HubFile.objects.exists()
+    assert not AuditEntry.objects.exists()
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,12 @@
 
 No cookie is ever enough: a request without a valid `Authorization: Bearer` token gets
 401 and nothing is done. The pages' API (`api`) and the hub's (`api.hub`) both use this.
+A refusal here writes no row (anyone can send one): it is a log line of bounded length.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import timedelta
 from functools import wraps
@@ -16,6 +18,10 @@ from django.utils import timezone
 
 from ..models import ApiToken
 from ..permissions import WRITE_PERMISSION
+from ..services.audit import client_address, request_text
+
+logger = logging.getLogger("branchboard.api")
+LOGGED_PATH = 200  # characters of a refused request's path in its log line
 
 
 class ApiRequest(HttpRequest):
@@ -58,18 +64,31 @@ def authenticate(request: ApiRequest, *, write: bool) -> HttpResponse | None:
         tokens = ApiToken.objects.select_related("user")
         token = tokens.filter(key_hash=ApiToken.hash(key.strip())).first()
     if token is None:
-        response = error(401, "missing or invalid bearer token")
+        response = _refused(request, 401, "missing or invalid bearer token")
         response["WWW-Authenticate"] = 'Bearer realm="branchboard"'
         return response
     user = token.user
     if settings.TEAM_MODE:
         if user is None or not user.is_active:
-            return error(401, "this token belongs to no active user")
+            return _refused(request, 401, "this token belongs to no active user")
         if write and not user.has_perm(WRITE_PERMISSION):
-            return error(403, "this token's user may not branch, fork or rewind")
+            return _refused(request, 403, "this token's user may not branch, fork or rewind")
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > TOKEN_USE_STAMP:
         # Once a minute at most: a machine pushing every second writes no row for it.
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     request.api_token = token
     return None
+
+
+def _refused(request: HttpRequest, status: int, message: str) -> JsonResponse:
+    """The refusal, and one log line of bounded length for it: no row, whoever sent it."""
+    logger.warning(
+        "%s %s from %s refused (%d): %s",
+        request.method,
+        request_text(request.path, LOGGED_PATH),
+        client_address(request) or "an unknown address",
+        status,
+        message,
+    )
+    return error(status, message)

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, NoReturn
 import orjson
 from django.core.management.base import BaseCommand, CommandError
 
+from sessions_app.terminal import shown
+
 if TYPE_CHECKING:
     from sessions_app.services.branching import BranchError
 
@@ -29,4 +31,5 @@ def refuse(command: BaseCommand, error: BranchError, *, as_json: bool) -> NoRetu
         if getattr(command, "_called_from_command_line", False):
             # The JSON object is the whole answer; CommandError would add a plain-text line.
             sys.exit(code)
-    raise CommandError(str(error), returncode=code)
+    # The message may quote a title, a path or what was typed: escaped for the terminal.
+    raise CommandError(shown(error), returncode=code)

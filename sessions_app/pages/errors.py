@@ -3,7 +3,8 @@
 A page gets `templates/<status>.html` (what went wrong, and the way back); an htmx
 request only the message, for the page to show where it asked; anything under
 `/api/` gets `{"error": ...}` like every API answer. branchboard/urls.py names
-these as Django's handler400/403/404/500, settings.py as CSRF_FAILURE_VIEW.
+these as Django's handler400/403/404/500, settings.py as CSRF_FAILURE_VIEW and
+AXES_LOCKOUT_CALLABLE (a sign-in throttled by django-axes).
 """
 
 from __future__ import annotations
@@ -106,3 +107,19 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
         "This form's security token is missing or out of date, so nothing was done: "
         "reload the page, then send it again.",
     )
+
+
+def locked_out(
+    request: HttpRequest, original_response: HttpResponse | None = None, credentials: object = None
+) -> HttpResponse:
+    """AXES_LOCKOUT_CALLABLE: a sign-in refused after too many wrong passwords (429)."""
+    minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
+    response = error_answer(
+        request,
+        429,
+        f"Too many failed sign-ins to this account from your address: signing in to it from "
+        f"here is paused for {minutes} minute{'s' * (minutes != 1)}, whatever password is "
+        "given. Try again later, or ask an administrator to unlock it.",
+    )
+    response["Retry-After"] = str(int(settings.AXES_COOLOFF_TIME.total_seconds()))
+    return response

@@ -14,6 +14,9 @@ from django.http import HttpRequest
 from ..models import AuditEntry, Session
 
 PAGE, API, COMMAND = "web", "api", "command"
+# Characters of an entry's detail: what a request sent (a namespace, a path, a prompt) is
+# kept to this much, so no request can make a row large.
+DETAIL_LIMIT = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +60,8 @@ def audit_record(
     turn: int | None,
     detail: str = "",
 ) -> AuditEntry:
-    """Write one audit entry for a write that succeeded."""
+    """Write one audit entry for a write that succeeded (or a known user's refusal); its
+    detail escaped and at most DETAIL_LIMIT characters."""
     return AuditEntry.objects.create(
         user=actor.user,
         actor=actor.name[:150],
@@ -67,8 +71,19 @@ def audit_record(
         result_session_id=result.session_id if result else None,
         turn=turn if turn is None or turn >= 0 else None,
         remote_addr=actor.address,
-        detail=detail[:4096],
+        detail=request_text(detail, DETAIL_LIMIT),
     )
+
+
+def request_text(text: str, limit: int) -> str:
+    """`text` from a request, fit for a row or a log line: control characters escaped (a NUL,
+    which PostgreSQL's text refuses; line breaks that would forge a log's lines), and at most
+    `limit` characters, the cut said."""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: limit * 4 + 1])
+    if len(shown) <= limit:
+        return shown
+    mark = f"… (cut: {len(text)} characters)"
+    return shown[: max(limit - len(mark), 0)] + mark
 
 
 def client_address(request: HttpRequest) -> str | None:

@@ -2,7 +2,9 @@
 
 Pushing is its own permission (`push_sessions`), into the token owner's namespaces
 only; a hub that is not on loopback takes pushes over HTTPS alone. Every push, pull
-and refusal is written to the audit log with the namespace and the path.
+and refusal of a known token is written to the audit log with the namespace and the
+path, bounded; a request without one is only logged (api.auth), so no one unknown
+writes rows.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.csrf import csrf_exempt
 
 from ...models import HubNamespace, Session
-from ...services.audit import API, actor_of_request, audit_record, client_address
+from ...services.audit import API, actor_of_request, audit_record, client_address, request_text
 from ...services.hub import batch_receiving, offering, receiving
 from ...services.hub.indexing import NotImported
 from ...services.hub.namespaces import BadHubPath, hub_path_check, namespace_folder
@@ -38,6 +40,9 @@ else:
 
 PUSH_PERMISSION = "sessions_app.push_sessions"
 MAX_PATHS = 5000  # paths in one state request
+# Characters of a request's namespace and path an audit entry keeps (a namespace's column
+# holds 130); the whole detail is bounded too (services.audit.DETAIL_LIMIT).
+AUDIT_NAMESPACE, AUDIT_PATH = 130, 512
 
 
 def _loopback(request: HttpRequest) -> bool:
@@ -51,7 +56,8 @@ def _loopback(request: HttpRequest) -> bool:
 def hub_endpoint(
     view: Callable[..., HttpResponse | StreamingHttpResponse],
 ) -> Callable[..., HttpResponse | StreamingHttpResponse]:
-    """Token, permission, TLS and namespace checks; a refusal is JSON, audited."""
+    """Token, permission, TLS and namespace checks; a refusal is JSON, audited once the
+    token is known."""
 
     @csrf_exempt
     @login_not_required
@@ -60,8 +66,7 @@ def hub_endpoint(
         name = request.GET.get("namespace", "")
         refused = authenticate(request, write=False)
         if refused is not None:
-            _audit(request, "push-refused", name, orjson.loads(refused.content)["error"])
-            return refused
+            return refused  # no one known: logged (api.auth), no audit row
         user = request.api_token.user
         try:
             if not request.is_secure() and not _loopback(request):
@@ -104,6 +109,8 @@ def _body_check(request: HttpRequest, endpoint: str) -> None:
 def _audit(
     request: ApiRequest, action: str, namespace: str, detail: str, path: str | None = None
 ) -> None:
+    if getattr(request, "api_token", None) is None:
+        return  # only a known token's requests are audited; others are logged (api.auth)
     path = request.GET.get("path", "") if path is None else path
     session = None
     try:
@@ -119,14 +126,16 @@ def _audit(
         session=session,
         result=None,
         turn=None,
-        detail=_shown(f"{namespace} {path} {detail}".strip()),
+        detail=" ".join(
+            piece
+            for piece in (
+                request_text(namespace, AUDIT_NAMESPACE),
+                request_text(path, AUDIT_PATH),
+                detail,  # the refusal may quote them again: audit_record bounds the whole
+            )
+            if piece
+        ),
     )
-
-
-def _shown(text: str) -> str:
-    """`text` with its control characters escaped: a hostile path may hold a NUL, which
-    PostgreSQL's text refuses, or line breaks that would forge the log's lines."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _int(request: HttpRequest, name: str) -> int:

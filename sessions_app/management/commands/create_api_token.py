@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from sessions_app.models import ApiToken
+from sessions_app.terminal import shown
 
 
 class Command(BaseCommand):
@@ -23,7 +24,9 @@ class Command(BaseCommand):
         if user:
             owner = get_user_model().objects.filter(username=user).first()
             if owner is None:
-                raise CommandError(f"no user {user!r}; create one with manage.py createsuperuser")
+                raise CommandError(
+                    shown(f"no user {user!r}; create one with manage.py createsuperuser")
+                )
         elif settings.TEAM_MODE:
             raise CommandError("team mode: say which user the token acts as with --user")
         _, key = ApiToken.issue(name=name, user=owner)

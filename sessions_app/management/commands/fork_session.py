@@ -8,6 +8,7 @@ import orjson
 from django.core.management.base import BaseCommand, CommandParser
 
 from sessions_app.management.refusing import JSON_HELP, refuse
+from sessions_app.terminal import shown
 
 
 class Command(BaseCommand):
@@ -97,15 +98,18 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(orjson.dumps(info).decode())
             return
-        self.stdout.write(f"new session {info['session_id']}: {info['title']}")
-        self.stdout.write(f"file:   {info['path']}")
+        # The title, paths and prompt are the session's text: escaped (sessions_app.terminal).
+        self.stdout.write(shown(f"new session {info['session_id']}: {info['title']}"))
+        self.stdout.write(shown(f"file:   {info['path']}"))
         if plan is not None:
-            self.stdout.write(f"worktree: {plan.path} (branch {plan.branch}, from {plan.base})")
+            said = f"worktree: {plan.path} (branch {plan.branch}, from {plan.base})"
+            self.stdout.write(shown(said))
         if forked.restored is not None:
-            self.stdout.write(forked.restored.describe(limit=None))
-        self.stdout.write(f"resume: {info['resume_command']}")
+            self.stdout.write(shown(forked.restored.describe(limit=None)))
+        self.stdout.write(shown(f"resume: {info['resume_command']}"))
         if before:
-            self.stdout.write(f"\nprompt of turn {turn}, to edit and send:\n{info['prompt']}")
+            prompt = shown(info["prompt"], lines=True)
+            self.stdout.write(f"\nprompt of turn {turn}, to edit and send:\n{prompt}")
 
     def _fresh_start(self, source: Any, *, as_json: bool) -> None:
         from sessions_app.services.fresh_start import fresh_start
@@ -116,5 +120,6 @@ class Command(BaseCommand):
             self.stdout.write(orjson.dumps({**info, "command": start.command}).decode())
             return
         self.stdout.write("nothing comes before turn 1, so no session was made.")
-        self.stdout.write(f"start:  {start.command}")
-        self.stdout.write(f"\nprompt of turn 1, to edit and send there:\n{start.prompt}")
+        self.stdout.write(shown(f"start:  {start.command}"))
+        prompt = shown(start.prompt, lines=True)
+        self.stdout.write(f"\nprompt of turn 1, to edit and send there:\n{prompt}")

@@ -8,8 +8,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from sessions_app.services.hub.client import Hub, HubError, Login, check_url, login_save, shown
+from sessions_app.services.hub.client import Hub, HubError, Login, check_url, login_save
 from sessions_app.services.hub.client import machine_name as this_machine
+from sessions_app.terminal import shown
 
 
 class Command(BaseCommand):
@@ -37,7 +38,7 @@ class Command(BaseCommand):
             token = sys.stdin.readline().strip()
         else:
             token = getpass.getpass(
-                f"token made on {url} (manage.py create_api_token --user YOU): "
+                shown(f"token made on {url} (manage.py create_api_token --user YOU): ")
             )
         if not token:
             raise CommandError("no token given; nothing saved")
@@ -52,4 +53,5 @@ class Command(BaseCommand):
         except HubError as exc:
             raise CommandError(f"{shown(exc)}; nothing saved") from None
         path = login_save(Login(url, namespace, token))
-        self.stdout.write(f"logged in to {url} as {namespace}; the token is kept in {path}")
+        # The user name is the hub's answer: escaped, as every text from the hub.
+        self.stdout.write(shown(f"logged in to {url} as {namespace}; the token is kept in {path}"))

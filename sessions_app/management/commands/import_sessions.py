@@ -21,6 +21,7 @@ from sessions_app.services.importing import ImportReport, sessions_import
 from sessions_app.services.progress import ImportTracker
 from sessions_app.services.watching import Rescan, Retry, catch_up, watch_pass, watch_tick
 from sessions_app.services.watching import import_pass as _import_pass
+from sessions_app.terminal import shown
 
 # The watcher's passes live in services.watching; these names stay here for callers.
 __all__ = ["Command", "Rescan", "Retry", "_import_pass", "catch_up", "watch_pass", "watch_tick"]
@@ -78,9 +79,9 @@ class Command(BaseCommand):
         started = time.perf_counter()
         for name, done in zip(("search", "usage"), catch_up(tracker), strict=True):
             for error in done.errors:
-                self.stderr.write(error)
+                self.stderr.write(shown(error))
             if done.sessions or done.errors or getattr(done, "words", 0):
-                self.stdout.write(done.summary())
+                self.stdout.write(shown(done.summary()))
             took.append(f"{name} {time.perf_counter() - started:.1f} s")
             started = time.perf_counter()
         if report.sessions or report.subagents:
@@ -94,18 +95,19 @@ class Command(BaseCommand):
         if plan:
             call_command("migrate", interactive=False, verbosity=0)
             name = connection.settings_dict["NAME"]
-            self.stdout.write(f"database {name}: applied {len(plan)} migrations")
+            self.stdout.write(shown(f"database {name}: applied {len(plan)} migrations"))
 
     def _report(self, report: ImportReport) -> None:
+        # Paths under the roots are anyone's file names: escaped (sessions_app.terminal).
         for error in [*report.errors, *report.left_out]:
-            self.stderr.write(error)
-        self.stdout.write(report.summary())
+            self.stderr.write(shown(error))
+        self.stdout.write(shown(report.summary()))
 
     def _watch(self, roots: list[Path]) -> None:
 
         log = _log_to_file(Path(settings.IMPORT_LOG))
         self.stdout.write(
-            f"branchboard: importer watching {', '.join(map(str, roots))}; log: {log}"
+            shown(f"branchboard: importer watching {', '.join(map(str, roots))}; log: {log}")
         )
         self.stdout.flush()
         reported: set[str] = set()
@@ -158,7 +160,15 @@ class Command(BaseCommand):
         return False
 
 
-class _OneLine(logging.Formatter):
+class _Escaped(logging.Formatter):
+    """The message with its control characters escaped (a path under the roots is anyone's
+    file name); a traceback after it stays as Python wrote it."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return shown(super().formatMessage(record))
+
+
+class _OneLine(_Escaped):
     """For the terminal: the message without its traceback (that goes to the log file)."""
 
     def format(self, record: logging.LogRecord) -> str:
@@ -170,7 +180,7 @@ def _log_to_file(path: Path) -> Path:
     """Send the importer's log to `path` (rotated), and its warnings to stderr too."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     to_file = PrivateLogFile(path, maxBytes=1_000_000, backupCount=3, encoding="utf-8")
-    to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    to_file.setFormatter(_Escaped("%(asctime)s %(levelname)s %(message)s"))
     to_terminal = logging.StreamHandler(sys.stderr)
     to_terminal.setLevel(logging.WARNING)
     to_terminal.setFormatter(_OneLine("branchboard importer: %(levelname)s: %(message)s"))

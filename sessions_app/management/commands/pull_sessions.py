@@ -9,8 +9,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from sessions_app.services.hub.client import Hub, HubError, login_load, shown
+from sessions_app.services.hub.client import Hub, HubError, login_load
 from sessions_app.services.hub.pulling import pull
+from sessions_app.terminal import shown
 
 
 def database_ready(stdout: OutputWrapper) -> None:
@@ -20,7 +21,7 @@ def database_ready(stdout: OutputWrapper) -> None:
     if plan:
         call_command("migrate", interactive=False, verbosity=0)
         name = connection.settings_dict["NAME"]
-        stdout.write(f"database {name}: applied {len(plan)} migrations")
+        stdout.write(shown(f"database {name}: applied {len(plan)} migrations"))
 
 
 class Command(BaseCommand):

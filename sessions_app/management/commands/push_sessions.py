@@ -12,9 +12,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from sessions_app.formats.documents import SESSION_SUFFIXES
 from sessions_app.management.commands.pull_sessions import database_ready
 from sessions_app.services.hub.choosing import PushReport
-from sessions_app.services.hub.client import Hub, HubError, login_load, shown
+from sessions_app.services.hub.client import Hub, HubError, login_load
 from sessions_app.services.hub.pulling import pull
 from sessions_app.services.hub.pushing import push
+from sessions_app.terminal import shown
 
 # --watch: a full pass this often (seconds), besides the files that changed, and a pull.
 FULL_PASS = 600.0
@@ -69,7 +70,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"note: {shown(note)}")
         if only is None:
             sent = len(report.sent_files)
-            self.stdout.write(
+            summary = (
                 f"{'would push' if dry_run else 'pushed'} "
                 f"{len(report.planned) if dry_run else sent} file{'s' * (sent != 1)} "
                 f"to {hub.login.url} as {hub.login.namespace}: {report.bytes_sent:,} bytes "
@@ -77,6 +78,7 @@ class Command(BaseCommand):
                 f"{len(report.left_out)} left out by BRANCHBOARD_HUB_PROJECTS/EXCLUDE"
                 f"{'' if dry_run or not report.left_out else ' (--dry-run lists them)'}"
             )
+            self.stdout.write(shown(summary))
         return report
 
     verbosity = 1
@@ -92,7 +94,7 @@ class Command(BaseCommand):
         roots = [str(r) for r in settings.SESSION_ROOTS if Path(r).exists()]
         if not roots:
             raise CommandError("none of the session roots exists; nothing to watch")
-        self.stdout.write(f"watching {', '.join(roots)}; Ctrl-C stops")
+        self.stdout.write(shown(f"watching {', '.join(roots)}; Ctrl-C stops"))
         full_at = time.monotonic()
         pulled_at = full_at - PULL_EVERY  # the first pull at the first tick, not 30 s on
         for changes in watch(

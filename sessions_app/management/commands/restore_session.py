@@ -13,6 +13,7 @@ from sessions_app.services.archive.restoring import session_restore
 from sessions_app.services.audit import actor_of_command, audit_record
 from sessions_app.services.branching import BranchError
 from sessions_app.services.lookup import session_resolve
+from sessions_app.terminal import shown
 
 
 class Command(BaseCommand):
@@ -42,8 +43,9 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(orjson.dumps(info).decode())
             return
+        # Paths and the cwd are the session's text: escaped (sessions_app.terminal).
         for path in written:
-            self.stdout.write(f"restored: {path}")
+            self.stdout.write(shown(f"restored: {path}"))
         for problem in written.problems:
-            self.stderr.write(f"not restored: {problem}")
-        self.stdout.write(f"resume: {info['resume_command']}")
+            self.stderr.write(shown(f"not restored: {problem}"))
+        self.stdout.write(shown(f"resume: {info['resume_command']}"))

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.template.defaultfilters import pluralize
 
 from sessions_app.management.refusing import JSON_HELP, refuse
+from sessions_app.terminal import shown
 
 
 class Command(BaseCommand):
@@ -69,4 +70,4 @@ class Command(BaseCommand):
         )
         if backup:
             self.stdout.write(f"backup: session {backup} keeps the old history")
-        self.stdout.write(f"resume: {info['resume_command']}")
+        self.stdout.write(shown(f"resume: {info['resume_command']}"))  # the cwd: escaped

@@ -12,6 +12,7 @@ from sessions_app.management.refusing import JSON_HELP, refuse
 from sessions_app.services.audit import actor_of_command, audit_record
 from sessions_app.services.branching import BranchError
 from sessions_app.services.worktrees import stale_worktrees_remove, worktree_remove
+from sessions_app.terminal import shown
 
 
 class Command(BaseCommand):
@@ -77,7 +78,7 @@ class Command(BaseCommand):
             }
             self.stdout.write(orjson.dumps(body).decode())
             return
-        self.stdout.write(removal.describe())
+        self.stdout.write(shown(removal.describe()))
 
     def _stale(self, folder: Path, *, foreign: bool, as_json: bool) -> None:
         try:
@@ -92,7 +93,7 @@ class Command(BaseCommand):
             self.stdout.write(orjson.dumps(rows).decode())
             return
         for path, said in done:
-            self.stdout.write(f"{path}: {said}")
+            self.stdout.write(shown(f"{path}: {said}"))
         if not done:
             self.stdout.write("no CLI agent worktrees (agent- and 7 hex digits) in this repository")
 

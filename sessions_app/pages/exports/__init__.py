@@ -3,7 +3,10 @@
 Transcripts are untrusted, and most Markdown viewers render raw HTML. So the
 Markdown export keeps Markdown but never raw HTML: every `<` that would open a tag
 is written as `&lt;` (code is left alone, where it is inert anyway), tool output
-is fenced, and text that still parses as HTML after that is fenced whole. Each
+is fenced, and text that still parses as HTML after that is fenced whole. Nor a
+remote image: a viewer would fetch it from its host when the file is opened (the
+pages refuse them), so `![x](https://…)` is written as the link `[x](https://…)`;
+an image in a `data:` URL loads nothing and stays. Each
 piece is checked alone, so each must also end outside any code fence: a fence left
 open would swallow what follows up to a fence line of a later piece, and that
 piece's code would be read as prose.
@@ -33,6 +36,8 @@ _VIEWER = MarkdownIt("commonmark")
 # A code span: a run of backticks, then text (no blank line), then a run as long.
 NEWLINE_RE = re.compile(r"\r\n?")
 CODE_SPAN_RE = re.compile(r"(?<!`)(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.DOTALL)
+# An image's `![`, unless what follows is an image in a `data:` URL (it loads nothing).
+IMAGE_OPEN_RE = re.compile(r"!\[(?![^\]\n]*\]\(\s*<?data:)")
 
 
 def _turn_pages(session: Session) -> Iterator[list]:
@@ -75,17 +80,30 @@ def _has_html(tokens: list) -> bool:
     return False
 
 
+def _has_remote_image(tokens: list) -> bool:
+    for token in tokens:
+        for child in token.children or ():
+            if child.type == "image" and not str(child.attrGet("src") or "").startswith("data:"):
+                return True
+    return False
+
+
+def _prose_changed(text: str) -> str:
+    """Prose made inert: no tag opens, and an image (not a `data:` one) is a link."""
+    return IMAGE_OPEN_RE.sub("[", text.replace("<", "&lt;"))
+
+
 def _escape_outside_code_spans(text: str) -> str:
     parts, last = [], 0
     for span in CODE_SPAN_RE.finditer(text):
-        parts += [text[last : span.start()].replace("<", "&lt;"), span.group(0)]
+        parts += [_prose_changed(text[last : span.start()]), span.group(0)]
         last = span.end()
-    parts.append(text[last:].replace("<", "&lt;"))
+    parts.append(_prose_changed(text[last:]))
     return "".join(parts)
 
 
 def _escaped(text: str, tokens: list) -> str:
-    """`text` with `<` escaped everywhere but in code blocks and code spans."""
+    """`text` with `<` escaped and remote images made links, but in code blocks and spans."""
     code_lines: set[int] = set()
     for token in tokens:
         if token.type in ("fence", "code_block") and token.map:
@@ -120,18 +138,20 @@ def _closing_fence(text: str, tokens: list) -> str:
 
 
 def _inert(text: str) -> str:
-    """Markdown `text` with no raw HTML a viewer would render; code blocks and spans kept."""
-    if "<" not in text and "```" not in text and "~~~" not in text:
+    """Markdown `text` with no raw HTML a viewer would render, no image it would fetch;
+    code blocks and spans kept."""
+    if "<" not in text and "```" not in text and "~~~" not in text and "![" not in text:
         return text
     # Lines as markdown-it counts them (its token maps are line numbers).
     text = NEWLINE_RE.sub("\n", text)
     if len(text) > MARKDOWN_LIMIT:  # too big to parse in bounded time: show it verbatim
         return _fenced(text)
     tokens = _VIEWER.parse(text)
-    if _has_html(tokens):
+    if _has_html(tokens) or _has_remote_image(tokens):
         escaped = _escaped(text, tokens)
         tokens = _VIEWER.parse(escaped)
-        if _has_html(tokens):  # the code-span scan is simpler than CommonMark's: fence it
+        # The code-span scan is simpler than CommonMark's: what it missed is fenced whole.
+        if _has_html(tokens) or _has_remote_image(tokens):
             return _fenced(text)
         text = escaped
     return text + _closing_fence(text, tokens)
@@ -144,7 +164,7 @@ def _quote(text: str) -> str:
 def markdown_chunks(session: Session) -> Iterator[str]:
     """The active branch as Markdown: prompts, answers, tool calls with their output."""
     title = " ".join((session.title or str(session.session_id)).split())
-    yield f"# {title.replace('<', '&lt;')}\n\n"
+    yield f"# {_prose_changed(title)}\n\n"
     yield f"- session: `{session.session_id}` ({session.get_agent_display()})\n"
     if session.cwd:
         yield f"- cwd: {_code(session.cwd)}\n"

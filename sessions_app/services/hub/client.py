@@ -10,7 +10,6 @@ from __future__ import annotations
 import http.client
 import ipaddress
 import os
-import re
 import socket
 import ssl
 import urllib.parse
@@ -23,6 +22,7 @@ import orjson
 from django.conf import settings
 
 from ...session_refs import is_namespace
+from ...terminal import shown
 from ..files import replace_atomically
 
 LOGIN_FILE = "hub.json"
@@ -30,15 +30,6 @@ TIMEOUT = 60.0
 # A commit or catch-up indexes a whole file on the hub (the hub's own limit is gunicorn's
 # timeout, BRANCHBOARD_TIMEOUT, 300 s by default).
 LONG_TIMEOUT = 600.0
-
-
-# C0 and C1 controls and DEL: a hub's text (or a path it named) must not drive the terminal.
-CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def shown(text: object) -> str:
-    """`text` with every control character escaped (`\\x1b`), safe to print to a terminal."""
-    return CONTROLS.sub(lambda m: repr(m.group())[1:-1], str(text))
 
 
 class HubError(Exception):
