@@ -175,7 +175,8 @@ def test_the_import_command_lets_expired_pushes_go_and_keeps_committed_files(
     assert hub.chunk(data).status_code == 200 and hub.commit(data).status_code == 200
     cut = data.index(b"\n", len(data) // 2) + 1
     assert hub.chunk(data[:cut]).status_code == 200  # a rewrite begun, never committed
-    old = time.time() - settings.HUB_STAGED_SECONDS - 1
+    settings.HUB_STAGED_SECONDS = 3600
+    old = time.time() - 3601
     os.utime(_staging(), (old, old))
     call_command("import_sessions", "--no-progress", "--root", str(settings.DATA_DIR / "none"))
     assert not _staging().exists()
