@@ -109,9 +109,7 @@ def _catch_up_peak(root: Path, output_bytes: int) -> int:
     return peak
 
 
-def test_the_catch_up_of_a_long_line_holds_no_more_than_the_limit(
-    tmp_path: Path, settings
-) -> None:
+def test_the_catch_up_of_a_long_line_holds_no_more_than_the_limit(tmp_path: Path, settings) -> None:
     settings.MAX_RECORD_BYTES = LIMIT
     small = _catch_up_peak(tmp_path / "small", 2 << 20)
     big = _catch_up_peak(tmp_path / "big", 8 << 20)
@@ -149,3 +147,31 @@ def test_a_long_line_that_grows_the_file_is_an_append(tmp_path: Path, settings) 
     session.refresh_from_db()
     assert session.leaf_uuid == "a4" and session.record_count == 7
     assert Record.objects.get(session=session, line=2).length > 2 * LIMIT
+
+
+def test_show_all_of_a_long_output_comes_in_parts_each_with_a_link_to_the_next(
+    tmp_path: Path,
+) -> None:
+    words = [f"W{n:07d}" for n in range(120_000)]  # 1.1 MB of output, read whole
+    _session(tmp_path, " ".join(words))
+    session = _import(tmp_path)
+    client = Client()
+    url = f"/sessions/{session.session_id}/records/2/output/0/"
+    seen, part, pages = [], 0, []
+    while True:
+        response = client.get(url + (f"?part={part}" if part else ""))
+        assert response.status_code == 200
+        page = response.content.decode()
+        pages.append(len(page))
+        seen += [w for w in words[::1000] if w in page]
+        if "Next part" not in page:
+            break
+        part += 1
+        assert f'href="{url}?part={part}"' in page
+    # Every part is a small page, and together they show the whole output.
+    assert part >= 4 and max(pages) < 400_000, pages
+    assert seen == words[::1000]
+    assert client.get(url + f"?part={part + 1}").status_code == 404
+    # Through htmx, a part is the fragment alone, its link swapping itself for the next.
+    fragment = client.get(url + "?part=1", HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in fragment and 'hx-target="closest .more-part"' in fragment
