@@ -43,7 +43,7 @@ def item_part(item: Item, part: int, size: int = PART_CHARS) -> int:
     """Cut `item` to its part `part` (each long text's characters from `part * size` on, at
     most `size` of them); returns how many parts the item has. Images and a diff go with
     the first part only."""
-    texts = [(item, name) for name in ITEM_TEXTS]
+    texts: list[tuple[object, str]] = [(item, name) for name in ITEM_TEXTS]
     if item.tool is not None:
         texts += [(item.tool, name) for name in CALL_TEXTS]
     parts = 1

@@ -140,7 +140,7 @@ class FileReader:
             if offsets is not None:
                 offset = offsets[line_no - first_line]
             elif length > limit:
-                raw, length, crc, whole = self._long(raw, f, limit)
+                raw, length, crc, long_digest = self._long(raw, f, limit)
             record = parse_line(raw)
             if line_no >= cut_at and (
                 line_no >= cut_anyway or (record.kind == PROMPT and not record.sidechain)
@@ -190,7 +190,7 @@ class FileReader:
             if raw.endswith(b"\n"):
                 # Only whole lines count as imported; a half-written tail is read
                 # again next time.
-                tail_offset, tail = offset, raw if crc is None else whole
+                tail_offset, tail = offset, raw if crc is None else long_digest
                 bytes_end, line_end = offset + length, line_no + 1
             offset += length
             line_no += 1
