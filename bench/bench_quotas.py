@@ -181,10 +181,20 @@ def long_line_session(home: Path, mb: int) -> tuple[Path, Path]:
     with path.open("wb") as f:
         f.write(rec("user", "u1", None, "show me the log"))
         f.write(rec("assistant", "a1", "u1", call))
-        head = json.dumps({"type": "user", "uuid": "r1", "parentUuid": "a1", "sessionId": sid,
-                           "timestamp": "2026-01-01T00:00:01.000Z", "cwd": "/work/bench",
-                           "message": {"role": "user", "content": [{"type": "tool_result",
-                           "tool_use_id": "toolu_1", "content": "@@"}]}}).encode()
+        head = json.dumps(
+            {
+                "type": "user",
+                "uuid": "r1",
+                "parentUuid": "a1",
+                "sessionId": sid,
+                "timestamp": "2026-01-01T00:00:01.000Z",
+                "cwd": "/work/bench",
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "@@"}],
+                },
+            }
+        ).encode()
         before, after = head.split(b"@@")
         f.write(before)
         piece = b"log line of a long output 0123456789\\n" * (MB // 38)
