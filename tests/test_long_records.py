@@ -73,6 +73,10 @@ def test_a_line_past_the_limit_is_indexed_cut_and_said_so(tmp_path: Path, settin
     page = client.get(f"/sessions/{session.session_id}/").content.decode()
     assert f"cut at {LIMIT:,} of {len(long_line):,} bytes" in page
     assert "STARTWORD" in page
+    # Its "show all" says so too, and shows what the cut kept.
+    whole_page = client.get(f"/sessions/{session.session_id}/records/2/output/0/").content.decode()
+    assert f"cut at {LIMIT:,} of {len(long_line):,} bytes" in whole_page
+    assert "STARTWORD" in whole_page and "ENDWORD" not in whole_page
     # The file keeps it whole, and a branch copies it byte for byte.
     assert path.read_bytes() == whole
     branch = session_fork(session=session)

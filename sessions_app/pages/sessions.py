@@ -13,6 +13,7 @@ from django.views.decorators.http import require_safe
 from django_htmx.middleware import HtmxDetails
 
 from .. import selectors
+from ..formats.long_lines import cut_note
 from ..models import Session
 from ..pricing import bundled_source
 from ..rendering.lineage import lineage_svg
@@ -87,6 +88,7 @@ def record_output(
         "next_part": part + 1 if part + 1 < parts else None,
         "raw": "raw" in request.GET,
         "here": request.path,
+        "cut": cut_note(record.cut_at, record.length) if record.cut_at is not None else "",
     }
     return render(request, template, context)
 
