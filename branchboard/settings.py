@@ -193,6 +193,17 @@ BEHIND_TLS = env_bool("BRANCHBOARD_TLS", False)
 # chunk of one push request (bytes).
 HUB_MAX_FILE = env_int("BRANCHBOARD_HUB_MAX_FILE", 8 << 30)
 HUB_MAX_CHUNK = env_int("BRANCHBOARD_HUB_MAX_CHUNK", 32 << 20)
+# A hub's quota per namespace (user@machine): the bytes its pushed files and its pushes
+# under way may hold on the hub, uncompressed. A push past it is refused (413) before
+# its chunk is decompressed.
+HUB_QUOTA_BYTES = env_int("BRANCHBOARD_HUB_QUOTA_BYTES", 10 << 30)
+# Seconds a push that was never committed (its staging file) is kept after its last
+# chunk; then the importer's pass removes it, and its bytes leave the quota.
+HUB_STAGED_SECONDS = env_int("BRANCHBOARD_HUB_STAGED_SECONDS", 86400)
+if HUB_QUOTA_BYTES < 0 or HUB_STAGED_SECONDS < 0:
+    raise ImproperlyConfigured(
+        "BRANCHBOARD_HUB_QUOTA_BYTES and BRANCHBOARD_HUB_STAGED_SECONDS must not be negative"
+    )
 # Seconds a hub request's body may take to arrive (under gunicorn); then it is answered
 # 408 and its thread is free. Behind the shipped nginx the body comes whole from nginx.
 HUB_BODY_SECONDS = env_int("BRANCHBOARD_HUB_BODY_SECONDS", 120)
@@ -386,6 +397,15 @@ if DATA_UPLOAD_MAX_MEMORY_SIZE < PROMPT_BODY:
         f"{PROMPT_BODY} bytes (or leave it unset)"
     )
 # The largest image (decoded) a transcript page shows: real screenshots are a few MB.
+# The longest line (record) the index, search, usage and pages read whole (bytes). A
+# longer one stays whole in its file and the archive, and forks copy it whole; the rest
+# read it cut to this size (its strings shortened), and say so.
+MAX_RECORD_BYTES = env_int("BRANCHBOARD_MAX_RECORD_BYTES", 16 << 20)
+if MAX_RECORD_BYTES < 1 << 16:
+    # Below this even an ordinary prompt would be read cut.
+    raise ImproperlyConfigured(
+        f"BRANCHBOARD_MAX_RECORD_BYTES={MAX_RECORD_BYTES} is too small: at least 65536 bytes"
+    )
 BRANCHBOARD_MAX_IMAGE_BYTES = env_int("BRANCHBOARD_MAX_IMAGE_BYTES", 20 * 1024 * 1024)
 
 LOGGING = {

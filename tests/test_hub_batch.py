@@ -195,7 +195,16 @@ def test_a_zstd_bomb_batch_is_refused_without_inflating_it(hub: Hub, settings) -
     settings.HUB_MAX_CHUNK = 1 << 20
     bomb = zstd.compress(b"\n" + b"\0" * (64 << 20))  # 64 MB of zeros in a few KB
     response = _batch(hub, bomb)
-    assert response.status_code == 413
+    assert response.status_code == 400 and "manifest" in response.json()["error"]
+    path, zeros = _hub_path(SOURCES[0]), b"\0" * (64 << 20)
+    # Announced as what it holds: over the batch's limit, refused on its manifest alone.
+    announced = _body([(path, zeros)])
+    response = _batch(hub, announced)
+    assert response.status_code == 413 and "at most" in response.json()["error"]
+    # Announced as one byte: inflated no further than that byte and the next.
+    lie = _body([(path, zeros)], lie={"size": 1})
+    response = _batch(hub, lie)
+    assert response.status_code == 400 and "more than" in response.json()["error"]
     assert _stored() == {}
 
 

@@ -20,11 +20,27 @@ pytestmark = pytest.mark.django_db
 
 PAGE_BYTES = 300_000
 HX = {"HTTP_HX_REQUEST": "true"}
+NEXT_PART = re.compile(r'<p class="more-part"><a href="([^"]+)"')
 # Text that escaping makes longer, on lines of a listing's length.
 LINE = "drwxr-xr-x 2 dev dev 4096 <dir> & \"quoted\" 'name'\n"
 BIG = (LINE * (3_000_000 // len(LINE) + 1))[:3_000_000] + "THE END"
 SHOW_ALL = re.compile(r'<a class="show-all" href="([^"]+)" hx-get="\1" hx-target="#([^"]+)"')
 MORE = re.compile(r'<div class="more" hx-get="([^"]+)"')
+
+
+def in_parts(client, url: str, **headers: str) -> list[str]:
+    """ "Show all" of an item: every part of it, each following the link of the one before."""
+    found = [body(client.get(url, **headers))]
+    while match := NEXT_PART.search(found[-1]):
+        found.append(body(client.get(match.group(1).replace("&amp;", "&"), **headers)))
+    return found
+
+
+def outputs(parts: list[str]) -> str:
+    """The text of the outputs shown in `parts`, joined."""
+    return "".join(
+        m for part in parts for m in re.findall(r'<pre class="output">(.*?)</pre>', part, re.S)
+    )
 
 
 def body(response) -> str:
@@ -82,10 +98,12 @@ def test_a_3_mb_tool_output_is_cut_and_shown_whole_on_demand(
     assert "THE END" not in html and "Done." in html
     url, target = SHOW_ALL.search(html).groups()
     assert f'id="{target}"' in html
-    fragment = body(client.get(url, **HX))
-    assert "<html" not in fragment and escape(BIG) in fragment
-    page = body(client.get(url))  # the link without JavaScript: a page of its own
-    assert "<html" in page and escape(BIG) in page
+    # Shown whole in parts (of PART_CHARS), each part's link loading the next.
+    fragments = in_parts(client, url, **HX)
+    assert len(fragments) > 1 and not any("<html" in f for f in fragments)
+    assert outputs(fragments) == escape(BIG)
+    pages = in_parts(client, url)  # the links without JavaScript: pages of their own
+    assert all("<html" in page for page in pages) and outputs(pages) == escape(BIG)
 
 
 def test_a_3_mb_message_is_cut_and_shown_whole_on_demand(
@@ -95,8 +113,8 @@ def test_a_3_mb_message_is_cut_and_shown_whole_on_demand(
     html = first_page(client, session, django_assert_max_num_queries)
     assert '<p class="cut">' in html and "THE END" not in html
     url, _ = SHOW_ALL.search(html).groups()
-    fragment = body(client.get(url, **HX))
-    assert "<html" not in fragment and "THE END" in fragment and "<dir>" not in fragment
+    fragments = in_parts(client, url, **HX)
+    assert not any("<html" in f or "<dir>" in f for f in fragments) and "THE END" in fragments[-1]
 
 
 def test_a_3_mb_prompt_and_a_3_mb_write_are_cut(
@@ -109,7 +127,7 @@ def test_a_3_mb_prompt_and_a_3_mb_write_are_cut(
     html = first_page(client, session, django_assert_max_num_queries)
     assert html.count('<p class="cut">') == 2 and "THE END" not in html
     urls = [url for url, _ in SHOW_ALL.findall(html)]
-    assert all("THE END" in body(client.get(url, **HX)) for url in urls)
+    assert all("THE END" in in_parts(client, url, **HX)[-1] for url in urls)
 
 
 def test_a_turn_of_5000_tool_calls_is_paged_within_the_turn(

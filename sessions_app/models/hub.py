@@ -26,11 +26,16 @@ class HubNamespace(models.Model):
 class HubFile(models.Model):
     """A file a machine pushed, by its path under the machine's home (`.claude/projects/
     <project>/<id>.jsonl`). A file of the namespace that is not here was made on the
-    hub (a fork): the machine pulls it."""
+    hub (a fork): the machine pulls it. A row with nothing stored yet is a push under
+    way (its staging file)."""
 
     namespace = models.ForeignKey(HubNamespace, on_delete=models.CASCADE, related_name="files")
     path = models.CharField(max_length=1024)
-    size = models.BigIntegerField(default=0)  # bytes the hub holds
+    size = models.BigIntegerField(default=0)  # bytes the hub holds and has indexed
+    # What counts against the namespace's quota (services.hub.quotas): the bytes of the
+    # file at its path, indexed or not, and of its staging file (a push not committed).
+    stored = models.BigIntegerField(default=0)
+    staged = models.BigIntegerField(default=0)
     pushed_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_safe
 from django_htmx.middleware import HtmxDetails
 
 from .. import selectors
+from ..formats.long_lines import cut_note
 from ..models import Session
 from ..pricing import bundled_source
 from ..rendering.lineage import lineage_svg
@@ -23,7 +24,7 @@ from ..selectors.usage.sessions import family_usage
 from ..services.archive import ArchiveCorrupt, archive_check, from_archive, session_open
 from ..services.archive.versions import earlier_version_bytes
 from ..services.roots import UnsafePath
-from ..transcript import PAGE_LIMITS, build_page, build_turns, full_item
+from ..transcript import PAGE_LIMITS, build_page, build_turns, full_item, item_part
 from . import exports as exporting
 from .family_tree import tree_html
 
@@ -68,6 +69,11 @@ def record_output(
         raise Http404("no such item")
     else:
         items = [item]
+    # In parts: each long text PART_CHARS at a time, a link to the next part after it.
+    part = bounded_int(request.GET.get("part"), 0)
+    parts = max([item_part(item, part) for item in items] or [1])
+    if part >= parts:
+        raise Http404("no such part")
     template = "sessions_app/record_output.html"
     if request.htmx:
         template += "#record-output"
@@ -77,6 +83,12 @@ def record_output(
         "line": line,
         "turn": record.turn,
         "crumb_here": f"line {line + 1}",
+        "part": part,
+        "parts": parts,
+        "next_part": part + 1 if part + 1 < parts else None,
+        "raw": "raw" in request.GET,
+        "here": request.path,
+        "cut": cut_note(record.cut_at, record.length) if record.cut_at is not None else "",
     }
     return render(request, template, context)
 

@@ -12,7 +12,7 @@ record they need), `limits` (the fixed sizes a page cuts at, and its budget),
 `pieces` (what one record adds to a page, and whether it is its turn's prompt, as
 the index says), `building` (records to turns, one card per turn, piece by piece,
 within the limits), `images` (a record's images, in one order), `whole` ("show all" of
-one item). Every name is re-exported here.
+one item, in parts). Every name is re-exported here.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from __future__ import annotations
 from .building import build_page, build_turns
 from .items import Image, Item, Page, RawRecord, ToolCall, Turn
 from .limits import PAGE_LIMITS, Cut, PageLimits, Size
-from .whole import full_item
+from .whole import PART_CHARS, full_item, item_part
 
 __all__ = [
     "PAGE_LIMITS",
+    "PART_CHARS",
     "Cut",
     "Image",
     "Item",
@@ -36,4 +37,5 @@ __all__ = [
     "build_page",
     "build_turns",
     "full_item",
+    "item_part",
 ]

@@ -175,6 +175,8 @@ class _Builder:
             item.images, hidden = self._images(images_of(rec.data, self.agent, rec.line))
             if hidden:
                 item.cut = Cut.with_images(item.cut, item.text, hidden)
+        elif kind == "cut":  # the record was read cut: said where it is shown
+            self._text_item(rec, index, "note", value, limits.note)
         elif kind == "note" and not turn.items and is_command(turn.prompt):
             # What a slash command expanded to, sent in the person's name: kept closed.
             self._text_item(rec, index, "expansion", value, limits.message, markdown=True)

@@ -46,6 +46,7 @@ class RawRecord:
     length: int = 0
     text: str = ""
     starts_turn: bool | None = None  # the index's turn rule; None: not read through it
+    cut_at: int | None = None  # the line is longer than this: `data` is its cut stand-in
 
 
 @dataclass(slots=True)

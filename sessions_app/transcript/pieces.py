@@ -19,6 +19,7 @@ from ..formats import (
     USER_OTHER,
     Agent,
 )
+from ..formats.long_lines import cut_note
 from ..formats.markup import read_markup
 from .items import RawRecord
 
@@ -39,7 +40,15 @@ def starts_turn(rec: RawRecord) -> bool:
 
 
 def pieces(rec: RawRecord, agent: Agent, show_all: bool) -> list[tuple[str, Any]]:
-    """What one record adds to a page, in order: an item's index is its place here."""
+    """What one record adds to a page, in order: an item's index is its place here. A
+    record read cut (a line past the record limit) says so after what it shows."""
+    found = _pieces(rec, agent, show_all)
+    if found and rec.cut_at is not None:
+        found.append(("cut", cut_note(rec.cut_at, rec.length)))
+    return found
+
+
+def _pieces(rec: RawRecord, agent: Agent, show_all: bool) -> list[tuple[str, Any]]:
     data = rec.data
     if rec.sidechain or not isinstance(data, dict) or not rec.active:
         return [("record", rec)] if show_all else []

@@ -22,7 +22,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from ...models import HubNamespace, Session
 from ...services.audit import API, actor_of_request, audit_record, client_address, request_text
-from ...services.hub import batch_receiving, offering, receiving
+from ...services.hub import batch_receiving, chunks, offering, receiving
 from ...services.hub.indexing import NotImported
 from ...services.hub.namespaces import BadHubPath, hub_path_check, namespace_folder
 from ...services.hub.receiving import PushRefused
@@ -95,15 +95,15 @@ class HttpsOnly(PushRefused):
 def _body_check(request: HttpRequest, endpoint: str) -> None:
     """A body over the endpoint's limit is refused by its Content-Length, before it is read."""
     if endpoint in ("chunk", "batch"):
-        limit = receiving.max_chunk() + (1 << 16)  # a chunk that zstd could not shrink
+        limit = chunks.max_chunk() + (1 << 16)  # a chunk that zstd could not shrink
     else:
-        limit = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0) or receiving.max_chunk()
+        limit = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0) or chunks.max_chunk()
     try:
         sent = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         raise PushRefused("the Content-Length header is not a number") from None
     if sent > limit:
-        raise receiving.TooLarge(f"a request here is at most {limit} bytes, not {sent}")
+        raise chunks.TooLarge(f"a request here is at most {limit} bytes, not {sent}")
 
 
 def _audit(
@@ -190,19 +190,18 @@ def chunk(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
     sent = int(request.META.get("CONTENT_LENGTH") or -1)  # at most its limit (_body_check)
     if sent < 0:
         raise PushRefused("send the chunk with a Content-Length header")
-    raw = receiving.chunk_decode(
-        _body(request, sent), length=length, sha256=request.GET.get("sha256", "")
-    )
     size = receiving.chunk_receive(
         namespace,
         path,
-        raw=raw,
+        body=_body(request, sent),
+        length=length,
+        sha256=request.GET.get("sha256", ""),
         offset=_int(request, "offset"),
         head=request.GET.get("head", ""),
         tail=request.GET.get("tail", ""),
         staged=request.GET.get("staged") == "1",
     )
-    _audit(request, "push", namespace.name, f"{len(raw)} bytes at {size - len(raw)}")
+    _audit(request, "push", namespace.name, f"{length} bytes at {size - length}")
     return JsonResponse({"size": size})
 
 
@@ -227,8 +226,7 @@ def batch(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
     sent = int(request.META.get("CONTENT_LENGTH") or -1)  # at most its limit (_body_check)
     if sent < 0:
         raise PushRefused("send the batch with a Content-Length header")
-    entries = batch_receiving.batch_decode(_body(request, sent))
-    files = batch_receiving.batch_receive(namespace, entries)
+    files = batch_receiving.batch_receive(namespace, _body(request, sent))
     for path, said in files.items():
         if "error" in said and "size" not in said:
             _audit(request, "push-refused", namespace.name, str(said["error"]), path=path)

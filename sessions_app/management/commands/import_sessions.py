@@ -16,6 +16,7 @@ from django.db.migrations.executor import MigrationExecutor
 from tqdm import tqdm
 
 from sessions_app.data_folder import PrivateLogFile
+from sessions_app.services.hub.expiring import staged_expire
 from sessions_app.services.hub.namespaces import hub_roots
 from sessions_app.services.importing import ImportReport, sessions_import
 from sessions_app.services.progress import ImportTracker
@@ -62,6 +63,8 @@ class Command(BaseCommand):
             )
             # On a team hub: the files machines pushed, each namespace's folders.
             roots += hub_roots()
+        # On a team hub: pushes never committed are let go (each run, and every rescan).
+        self._expire_staged()
         if options["watch"]:
             self._watch(roots)
             return
@@ -96,6 +99,11 @@ class Command(BaseCommand):
             call_command("migrate", interactive=False, verbosity=0)
             name = connection.settings_dict["NAME"]
             self.stdout.write(shown(f"database {name}: applied {len(plan)} migrations"))
+
+    def _expire_staged(self) -> None:
+        for path in staged_expire():
+            logger.info("removed %s: a push never committed", path)
+        self._expired_at = time.monotonic()
 
     def _report(self, report: ImportReport) -> None:
         # Paths under the roots are anyone's file names: escaped (sessions_app.terminal).
@@ -152,6 +160,8 @@ class Command(BaseCommand):
                 if [str(r) for r in roots if r.is_dir()] != existing:
                     return True  # a root appeared or went: watch again what is there
                 watch_tick(roots, {path for _change, path in changes}, reported, retry, rescan)
+                if time.monotonic() - self._expired_at >= rescan.every:
+                    self._expire_staged()
         except WatchfilesRustInternalError as exc:
             # A folder that could not be watched (too many watches, say): events were lost.
             logger.warning("watching stopped (%s); watching again, every file looked at", exc)

@@ -2,7 +2,9 @@
 and the forks made there go back to the machine they belong to.
 
 - `namespaces`: where a namespace's files live on the hub, and which namespace a root is.
-- `receiving`: the hub's side of a push: proofs, chunks, atomic replacement, import.
+- `receiving`: the hub's side of a push: proofs, chunks, atomic replacement, import;
+  `chunks` (a chunk decompressed within its announced length, written under its lock),
+  `quotas` (a namespace's bytes), `expiring` (pushes never committed let go).
 - `client`: the machine's side of the wire (HTTP, zstd, the token in the data folder).
 - `pushing`, `pulling`: what a machine sends, and the forks it takes back.
 """

@@ -18,6 +18,7 @@ import hashlib
 import os
 import stat
 import sys
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,20 +31,11 @@ from ..importing import ImportReport, projects_refresh, session_file_import
 from ..importing.session_row import cli_branches_link
 from ..searching.texts_index import texts_index_bulk
 from ..watching import CATCH_UP
+from . import quotas
+from .chunks import ChunkMismatch, TooLarge, max_chunk, max_file
+from .locking import NotAFolder, ProofFailed, PushRefused, _folders_make, file_lock
 from .namespaces import BadHubPath, hub_path_normal
-from .receiving import (
-    ChunkMismatch,
-    NotAFolder,
-    ProofFailed,
-    PushRefused,
-    TooLarge,
-    _folders_make,
-    file_lock,
-    max_chunk,
-    max_file,
-    pushed_record,
-    target_of,
-)
+from .receiving import pushed_record, target_of
 
 if sys.version_info >= (3, 14):
     from compression import zstd
@@ -68,21 +60,21 @@ class Entry:
     refused: PushRefused | BadHubPath | None = None
 
 
-def batch_decode(body: bytes) -> list[Entry]:
-    """The files of a batch body, each with its bytes; the whole request is refused
+def batch_manifest(body: bytes) -> tuple[list[Entry], Callable[[], None]]:
+    """The files a batch body announces, and what reads their bytes into them: only the
+    manifest is decompressed here, so a batch past the hub's limits or the namespace's
+    quota is refused before its files are inflated. The whole request is refused
     (nothing written) when the body is not what its manifest announces."""
-    limit = max_chunk() + MAX_MANIFEST
+    unpack = zstd.ZstdDecompressor()
     try:
-        raw = zstd.ZstdDecompressor().decompress(body, max_length=limit + 1)
+        head = unpack.decompress(body, max_length=MAX_MANIFEST)
     except zstd.ZstdError as exc:
         raise ChunkMismatch(f"the batch is not zstd data ({exc})") from None
-    if len(raw) > limit:
-        raise TooLarge(f"a batch holds at most {max_chunk()} bytes of files")
-    line_end = raw.find(b"\n", 0, MAX_MANIFEST)
+    line_end = head.find(b"\n")
     if line_end < 0:
         raise PushRefused("the batch starts with its manifest: one JSON line")
     try:
-        manifest = orjson.loads(raw[:line_end])
+        manifest = orjson.loads(head[:line_end])
     except orjson.JSONDecodeError:
         raise PushRefused("the batch's manifest is not valid JSON") from None
     listed = manifest.get("files") if isinstance(manifest, dict) else None
@@ -101,29 +93,46 @@ def batch_decode(body: bytes) -> list[Entry]:
         ):
             raise PushRefused("each file of the manifest: path (text), size (>= 0), sha256")
         entries.append(Entry(item["path"], item["size"], item["sha256"]))
-    data = memoryview(raw)[line_end + 1 :]
-    if sum(e.size for e in entries) != len(data):
-        raise ChunkMismatch(
-            f"the batch holds {len(data)} bytes of files, not the "
-            f"{sum(e.size for e in entries)} its manifest announces"
-        )
-    at = 0
-    for entry in entries:
-        entry.data = bytes(data[at : at + entry.size])
-        at += entry.size
-    return entries
+    announced = sum(e.size for e in entries)
+    if announced > max_chunk():
+        raise TooLarge(f"a batch holds at most {max_chunk()} bytes of files, not {announced}")
+
+    def contents() -> None:
+        # What the manifest announced and one byte more, to tell a longer body: no more.
+        data = bytearray(head[line_end + 1 :])
+        try:
+            if len(data) <= announced and not unpack.eof:
+                data += unpack.decompress(b"", max_length=announced + 1 - len(data))
+        except zstd.ZstdError as exc:
+            raise ChunkMismatch(f"the batch is not zstd data ({exc})") from None
+        if len(data) != announced or not (unpack.eof or unpack.needs_input):
+            raise ChunkMismatch(
+                f"the batch holds {'more than ' if len(data) > announced else ''}"
+                f"{len(data)} bytes of files, not the {announced} its manifest announces"
+            )
+        at = 0
+        for entry in entries:
+            entry.data = bytes(data[at : at + entry.size])
+            at += entry.size
+
+    return entries, contents
 
 
-def batch_receive(namespace: HubNamespace, entries: list[Entry]) -> dict[str, dict[str, object]]:
+def batch_receive(namespace: HubNamespace, body: bytes) -> dict[str, dict[str, object]]:
     """Store each file of the batch that passes its checks, then index the stored ones in
     one pass; the answer says, for each path as spelled, its size or why it was refused."""
+    entries, contents = batch_manifest(body)
     seen: set[str] = set()
-    for entry in entries:
-        try:
-            _check(namespace, entry, seen)
-            _store(namespace, entry)
-        except (PushRefused, BadHubPath) as exc:
-            entry.refused = exc
+    with quotas.room_for(namespace, adds=sum(e.size for e in entries)):
+        contents()
+        for entry in entries:
+            try:
+                _check(namespace, entry, seen)
+                _store(namespace, entry)
+            except (PushRefused, BadHubPath) as exc:
+                entry.refused = exc
+            else:
+                quotas.held_record(namespace, entry.normal, stored=entry.size)
     stored = [e for e in entries if e.refused is None]
     _folders_sync({e.target.parent for e in stored if e.target is not None})
     sessions = _index(namespace, stored)

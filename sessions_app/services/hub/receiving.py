@@ -20,16 +20,15 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from django.conf import settings
 from django.utils import timezone
 
 from ...models import HubFile, HubNamespace, Session
 from ...session_refs import is_namespace
-from . import indexing
+from . import indexing, quotas
+from .chunks import TooLarge, chunk_decode, chunk_write, max_chunk, max_file, staging_of
 from .indexing import NotImported, hub_import, session_catch_up
 from .locking import NotAFolder as NotAFolder
 from .locking import ProofFailed as ProofFailed
@@ -43,34 +42,9 @@ from .proofs import Held, proofs
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-if sys.version_info >= (3, 14):
-    from compression import zstd
-else:
-    from backports import zstd
-
 
 class NotYours(PushRefused):
     status = 403
-
-
-class ChunkMismatch(PushRefused):
-    """A chunk whose bytes are not the length or digest it announced."""
-
-    status = 400
-
-
-class TooLarge(PushRefused):
-    status = 413
-
-
-def max_file() -> int:
-    """The largest session file a hub takes (BRANCHBOARD_HUB_MAX_FILE, bytes)."""
-    return int(getattr(settings, "HUB_MAX_FILE", 8 << 30))
-
-
-def max_chunk() -> int:
-    """The largest raw chunk of one request (BRANCHBOARD_HUB_MAX_CHUNK, bytes)."""
-    return int(getattr(settings, "HUB_MAX_CHUNK", 32 << 20))
 
 
 def namespace_for(user: User, name: str) -> HubNamespace:
@@ -95,11 +69,6 @@ def target_of(namespace: HubNamespace, path: str) -> tuple[Path, Path]:
     root_name, rest = hub_path_check(path)
     root = namespace_folder(namespace.name) / root_name
     return root, root.joinpath(*rest.parts)
-
-
-def staging_of(target: Path) -> Path:
-    # A dot name not ending in .jsonl: the importer and the CLIs pass it by.
-    return target.with_name(f".{target.name}.push")
 
 
 def held(path: Path) -> Held | None:
@@ -152,74 +121,42 @@ def files_state(namespace: HubNamespace, paths: list[str]) -> dict[str, dict[str
     return state
 
 
-def chunk_decode(data: bytes, *, length: int, sha256: str) -> bytes:
-    """The raw bytes of a zstd chunk, checked against what was announced."""
-    if length < 0 or length > max_chunk():
-        raise TooLarge(f"a chunk holds at most {max_chunk()} bytes, not {length}")
-    try:
-        raw = zstd.ZstdDecompressor().decompress(data, max_length=length + 1)
-    except zstd.ZstdError as exc:
-        raise ChunkMismatch(f"the chunk is not zstd data ({exc})") from None
-    if len(raw) != length:
-        raise ChunkMismatch(f"the chunk holds {len(raw)} bytes, not the {length} announced")
-    if hashlib.sha256(raw).hexdigest() != sha256:
-        raise ChunkMismatch("the chunk's bytes are not the ones announced (SHA-256 differs)")
-    return raw
-
-
 def chunk_receive(
     namespace: HubNamespace,
     path: str,
     *,
-    raw: bytes,
+    body: bytes,
+    length: int,
+    sha256: str,
     offset: int,
     head: str,
     tail: str,
     staged: bool,
 ) -> int:
-    """Add `raw` at `offset` of the file (or of its staging file); returns the new size.
+    """Add the chunk (`body`, zstd; `length` raw bytes whose SHA-256 is `sha256`) at
+    `offset` of the file (or of its staging file); returns the new size.
 
     At offset 0 a staging file starts over; elsewhere the bytes held must be `offset`
-    long and match the proof (`head`, `tail`). An append is imported at once. A refused
-    chunk makes nothing: no staging file, no folder."""
+    long and match the proof (`head`, `tail`). The namespace's quota is checked on the
+    announced length before a byte is decompressed. An append is imported at once. A
+    refused chunk makes nothing: no staging file, no folder."""
     path = hub_path_normal(path)
     root, target = target_of(namespace, path)
-    if offset + len(raw) > max_file():
+    if length > max_chunk():
+        raise TooLarge(f"a chunk holds at most {max_chunk()} bytes, not {length}")
+    if offset + length > max_file():
         raise TooLarge(f"a session file on this hub holds at most {max_file()} bytes")
     if not staged and offset == 0:
         raise PushRefused("a new or rewritten file is pushed staged, then committed")
-    into = staging_of(target) if staged else target
-    starts = staged and offset == 0
-    if starts:
-        _folders_make(namespace, target.parent)
-    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT if starts else 0)
-    with file_lock(path, target):
-        try:
-            fd = os.open(into, flags, 0o600)
-        except FileNotFoundError:
-            raise ProofFailed(f"{path}: the hub holds no such file; push it whole") from None
-        except OSError as exc:
-            raise PushRefused(f"{path}: cannot be written on the hub ({exc.strerror})") from None
-        with os.fdopen(fd, "r+b", buffering=0) as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise PushRefused(f"{path}: not a regular file on the hub")
-            if not _still_at(into, st):
-                # Under the lock no commit moves it; should anything else have, the
-                # handle is not the file this chunk is for.
-                raise ProofFailed(f"{path}: the file changed on the hub while pushed; push again")
-            if starts:
-                f.truncate(0)
-            elif st.st_size != offset:
-                raise ProofFailed(f"{path}: the hub holds {st.st_size} bytes, not {offset}")
-            elif proofs(f, offset) != Held(offset, head, tail):
-                raise ProofFailed(f"{path}: the bytes the hub holds are not the start of this file")
-            f.seek(0, os.SEEK_END)
-            view = memoryview(raw)
-            while view:
-                view = view[os.write(f.fileno(), view) :]
-            os.fsync(f.fileno())
-            size = offset + len(raw)
+    # A staging file started over frees what it held.
+    frees = quotas.held_of(namespace, path)[1] if staged and offset == 0 else 0
+    with quotas.room_for(namespace, adds=length, frees=frees):
+        raw = chunk_decode(body, length=length, sha256=sha256)
+        size = chunk_write(namespace, path, target, raw, offset, Held(offset, head, tail), staged)
+        if staged:
+            quotas.held_record(namespace, path, staged=size)
+        else:
+            quotas.held_record(namespace, path, stored=size)
     if not staged:
         # Indexed first, then recorded: a hub killed between the two is caught up by the
         # next push's state (`files_state`), which finds the record behind the file.
@@ -260,6 +197,7 @@ def commit(namespace: HubNamespace, path: str, *, size: int, sha256: str) -> Ses
             os.fsync(folder_fd)
         finally:
             os.close(folder_fd)
+    quotas.held_record(namespace, path, stored=size, staged=0)
     session = hub_import(root, target, catch_up=size <= indexing.INLINE_CATCH_UP)
     pushed_record(namespace, path, size)  # after the import: see chunk_receive
     return session
@@ -277,5 +215,7 @@ def catch_up(namespace: HubNamespace, path: str) -> Session:
 
 
 def pushed_record(namespace: HubNamespace, path: str, size: int) -> None:
-    HubFile.objects.update_or_create(namespace=namespace, path=path, defaults={"size": size})
+    HubFile.objects.update_or_create(
+        namespace=namespace, path=path, defaults={"size": size, "stored": size}
+    )
     HubNamespace.objects.filter(pk=namespace.pk).update(last_push_at=timezone.now())

@@ -68,6 +68,15 @@ def import_plan(
     if digest(read(0, min(HEAD_BYTES, done))) != stored.head_digest:
         return Plan.FULL
     tail_length = done - stored.tail_offset
-    if tail_length <= 0 or digest(read(stored.tail_offset, tail_length)) != stored.tail_digest:
+    if tail_length <= 0 or _digest_of(read, stored.tail_offset, tail_length) != stored.tail_digest:
         return Plan.FULL
     return Plan.APPEND
+
+
+def _digest_of(read: Callable[[int, int], bytes], offset: int, length: int) -> str:
+    """`digest` of `length` bytes at `offset`, read in blocks (a last line may be 1 GB)."""
+    whole = hashlib.blake2b(digest_size=16)
+    while length > 0 and (block := read(offset, min(length, 1 << 20))):
+        whole.update(block)
+        offset, length = offset + len(block), length - len(block)
+    return whole.hexdigest()

@@ -9,6 +9,7 @@ what an import holds then does not grow with the file.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any, BinaryIO
@@ -28,9 +29,11 @@ from ...formats import (
 )
 from ...formats.claude.file_history import RECORD_TYPES as FILE_BACKUP_TYPES
 from ...formats.common import load
+from ...formats.long_lines import long_line, rest_of_line
 from ...formats.search_text import SEARCHABLE_KINDS, line_searchable
 from ...models import Session
 from ..discovery import SessionFile
+from ..reading.lines import max_record
 from .report import ImportReport
 from .rows import Rows
 
@@ -52,7 +55,7 @@ class FileReader:
         self.own_id = source.session_id
         self.foreign_ids = 0
         self.tail_offset = -1
-        self.tail = b""
+        self.tail: bytes | str = b""  # the last whole line, or the digest of a long one
         self.bytes_end = 0
         self.line_end = 0
         self.invalid = 0
@@ -105,7 +108,10 @@ class FileReader:
             def parse_line(raw: bytes) -> ParsedRecord:
                 return link(parse_one(raw))
 
-        lines: Iterable[bytes] = f
+        # At most a record's limit of each line at once: a longer one is read on in blocks
+        # (`_long`), whole in the file and the index's length and CRC, cut in what is parsed.
+        limit = max_record()
+        lines: Iterable[bytes] = iter(functools.partial(f.readline, limit + 1), b"")
         offsets = None  # a one-document file's records lie where it says, not end to end
         documents = agent.documents
         if documents is not None and not offset and self.source.path.suffix == documents.suffix:
@@ -130,8 +136,11 @@ class FileReader:
         cut_at, cut_anyway = self._cuts(line_no)
         for raw in lines:
             length = len(raw)
+            crc = None
             if offsets is not None:
                 offset = offsets[line_no - first_line]
+            elif length > limit:
+                raw, length, crc, long_digest = self._long(raw, f, limit)
             record = parse_line(raw)
             if line_no >= cut_at and (
                 line_no >= cut_anyway or (record.kind == PROMPT and not record.sidechain)
@@ -159,7 +168,7 @@ class FileReader:
             add_node(node_from_record(line_no, record))
             add_offset(offset)
             add_length(length)
-            add_digest(crc32(raw))
+            add_digest(crc32(raw) if crc is None else crc)
             raw_type, subtype = record.raw_type, record.subtype
             add_type(names.setdefault(raw_type, raw_type))
             backups = backups or raw_type in FILE_BACKUP_TYPES
@@ -181,7 +190,7 @@ class FileReader:
             if raw.endswith(b"\n"):
                 # Only whole lines count as imported; a half-written tail is read
                 # again next time.
-                tail_offset, tail = offset, raw
+                tail_offset, tail = offset, raw if crc is None else long_digest
                 bytes_end, line_end = offset + length, line_no + 1
             offset += length
             line_no += 1
@@ -195,6 +204,14 @@ class FileReader:
             self.bytes_end, self.line_end = bytes_end, line_end
         self._not_prompts(chain, rows.first_line, final=True)
         yield rows
+
+    def _long(self, first: bytes, f: BinaryIO, limit: int) -> tuple[bytes, int, int, str]:
+        """A line past the limit, read on to its end in blocks: (its stand-in, its length,
+        its CRC-32 and digest), each of the whole line but the stand-in."""
+        rest = () if first.endswith(b"\n") else rest_of_line(f)
+        found = long_line(first, rest, limit)
+        self.report.cut_lines += 1
+        return found.text or b"", found.length, found.crc, found.digest
 
     def _not_prompts(self, chain: Any, first_line: int, *, final: bool) -> None:
         """The lines the agent's chain learnt later were no prompts (Codex): context."""

@@ -21,6 +21,7 @@ class ImportReport:
     skipped: int = 0
     invalid: int = 0
     dropped: int = 0  # fields of otherwise good records dropped or clamped
+    cut_lines: int = 0  # lines past BRANCHBOARD_MAX_RECORD_BYTES, indexed cut (kept whole)
     archived: int = 0  # raw bytes added to the archive
     removed: int = 0  # files found gone since the last pass (their sessions stay, archived)
     # The archived end of each archived session as the pass began (row: byte).
@@ -58,6 +59,8 @@ class ImportReport:
         if self.subagents:
             imported += f" and {_n(self.subagents, 'subagent transcript')}"
         left_out = f"{len(self.left_out)} left out, " if self.left_out else ""
+        if self.cut_lines:
+            left_out += f"{_n(self.cut_lines, 'long line')} indexed cut, "
         return (
             f"{files}, {imported} imported, {_n(self.records, 'record')}, "
             f"{self.skipped} unchanged, {left_out}{_n(self.invalid, 'invalid line')}, "

@@ -185,7 +185,9 @@ def _write(
     session.usage_lines = session.line_count if counted else session.usage_lines
     session.head_digest = digest(head[: min(HEAD_BYTES, session.bytes_imported)])
     if reader.tail_offset >= 0:
-        session.tail_offset, session.tail_digest = reader.tail_offset, digest(reader.tail)
+        tail = reader.tail  # a long line's digest was taken as it was read
+        session.tail_offset = reader.tail_offset
+        session.tail_digest = tail if isinstance(tail, str) else digest(tail)
     session.file_size = stat.st_size
     session.file_mtime_ns = stat.st_mtime_ns
     session.file_inode = stat.st_ino

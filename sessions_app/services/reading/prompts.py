@@ -8,6 +8,7 @@ from ...formats import agent_for
 from ...models import Session
 from ..archive import session_open
 from ..roots import UnsafePath
+from .lines import record_line
 
 
 def turn_prompt_text(session: Session, turn: int) -> str:
@@ -25,8 +26,7 @@ def turn_prompt_text(session: Session, turn: int) -> str:
     offset, length, text = record
     try:
         with session_open(session) as f:
-            f.seek(offset)
-            data = orjson.loads(f.read(length))
+            data = orjson.loads(record_line(f, offset, length) or b"")
     except (OSError, UnsafePath, orjson.JSONDecodeError):
         return text
     agent = agent_for(session.agent)

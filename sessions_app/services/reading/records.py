@@ -16,6 +16,7 @@ from ...models import Record, Session
 from ...transcript import RawRecord
 from ..archive import session_open
 from ..roots import UnsafePath
+from .lines import max_record, record_line
 
 PAGE_TURNS = 20
 # The columns a page needs; the raw bytes stay in the file.
@@ -127,8 +128,8 @@ def iter_with_data(session: Session, rows: Iterable[Any]) -> Iterator[RawRecord]
 
 def _load(f: BinaryIO, offset: int, length: int) -> Any:
     try:
-        f.seek(offset)
-        return orjson.loads(f.read(length))
+        raw = record_line(f, offset, length)
+        return None if raw is None else orjson.loads(raw)
     except (orjson.JSONDecodeError, OSError):  # OSError: an archived piece found corrupted
         return None
 
@@ -148,4 +149,5 @@ def _raw(row: Any, data: Any) -> RawRecord:
         length=row.length,
         text=row.text,
         starts_turn=row.starts_turn,
+        cut_at=limit if (limit := max_record()) < row.length else None,
     )

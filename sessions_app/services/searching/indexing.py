@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from django.db import DatabaseError, connection, transaction
-from zlib_ng.zlib_ng import crc32
 
 from ...formats import agent_for
 from ...formats.agent import Agent
 from ...formats.search_text import SEARCHABLE_KINDS, searchable
 from ...models import Record, Session
 from ..archive import session_open
+from ..reading.lines import record_line
 from ..roots import UnsafePath
 from .texts import TextLinks
 
@@ -94,10 +94,9 @@ def _slice(session: Session, agent: Agent, report: SearchReport) -> tuple[bool, 
             if read >= SLICE_BYTES:
                 high = line  # the rest is the next slice's
                 break
-            f.seek(offset)
-            raw = f.read(length)
+            raw = record_line(f, offset, length, digest)
             read += length
-            if len(raw) != length or crc32(raw) != digest:
+            if raw is None:
                 raise _Behind
             found = searchable(agent, raw, kind)
             if found is not None:

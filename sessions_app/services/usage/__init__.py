@@ -20,7 +20,6 @@ from typing import BinaryIO
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Min
 from django.template.defaultfilters import pluralize
-from zlib_ng.zlib_ng import crc32
 
 from ...formats import ASSISTANT, PROGRESS, agent_for
 from ...formats.common import load
@@ -28,6 +27,7 @@ from ...formats.usage import MessageUsage
 from ...models import Record, Session, Usage
 from ..archive import session_open
 from ..progress import CatchUp
+from ..reading.lines import record_line
 from ..roots import UnsafePath
 
 SLICE_LINES = 20_000
@@ -139,9 +139,8 @@ def _slice(session: Session, report: UsageReport) -> tuple[bool, int]:
         # thousands of rows to keep a few; the stamp goes back to the database as it came.
         cursor.execute(*_rows_sql(session.pk, low, high, reader.types if reader else ()))
         for line, offset, length, digest, at, kind in cursor.fetchall():
-            f.seek(offset)
-            raw = f.read(length)
-            if len(raw) != length or crc32(raw) != digest:
+            raw = record_line(f, offset, length, digest)
+            if raw is None:
                 raise _Behind
             if kind == PROGRESS and b'"agent_progress"' not in raw:
                 continue  # hook and command output: most progress records, and no usage
@@ -179,9 +178,8 @@ def _rows_sql(pk: int, low: int, high: int, types: Iterable[str]) -> tuple[str, 
 
 def _checked(f: BinaryIO, offset: int, length: int, digest: int) -> dict:
     """The record the index names at `offset`, parsed ({} when it is no object)."""
-    f.seek(offset)
-    raw = f.read(length)
-    if len(raw) != length or crc32(raw) != digest:
+    raw = record_line(f, offset, length, digest)
+    if raw is None:
         raise _Behind
     data = load(raw)
     return data if isinstance(data, dict) else {}
