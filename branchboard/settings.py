@@ -197,12 +197,15 @@ HUB_MAX_CHUNK = env_int("BRANCHBOARD_HUB_MAX_CHUNK", 32 << 20)
 # under way may hold on the hub, uncompressed. A push past it is refused (413) before
 # its chunk is decompressed.
 HUB_QUOTA_BYTES = env_int("BRANCHBOARD_HUB_QUOTA_BYTES", 10 << 30)
+# How many times its compressed size a pushed chunk or batch (past 1 MiB) may inflate to;
+# a zstd bomb is refused (413) on what it announces. 0: no limit.
+HUB_MAX_RATIO = env_int("BRANCHBOARD_HUB_MAX_RATIO", 1000)
 # Seconds a push that was never committed (its staging file) is kept after its last
 # chunk; then the importer's pass removes it, and its bytes leave the quota.
 HUB_STAGED_SECONDS = env_int("BRANCHBOARD_HUB_STAGED_SECONDS", 86400)
-if HUB_QUOTA_BYTES < 0 or HUB_STAGED_SECONDS < 0:
+if HUB_QUOTA_BYTES < 0 or HUB_STAGED_SECONDS < 0 or HUB_MAX_RATIO < 0:
     raise ImproperlyConfigured(
-        "BRANCHBOARD_HUB_QUOTA_BYTES and BRANCHBOARD_HUB_STAGED_SECONDS must not be negative"
+        "BRANCHBOARD_HUB_QUOTA_BYTES, _STAGED_SECONDS and _MAX_RATIO must not be negative"
     )
 # Seconds a hub request's body may take to arrive (under gunicorn); then it is answered
 # 408 and its thread is free. Behind the shipped nginx the body comes whole from nginx.

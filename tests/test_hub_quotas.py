@@ -6,6 +6,7 @@ The hub is this process, reached through Django's test client (as in test_hub_ho
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import time
@@ -16,6 +17,7 @@ import pytest
 from django.core.management import call_command
 
 from sessions_app.models import AuditEntry, HubFile, Session
+from sessions_app.services.hub.chunks import chunk_decode
 from sessions_app.services.hub.namespaces import hub_folder
 
 from .corpus import FIXTURES
@@ -116,6 +118,7 @@ def test_a_zstd_bomb_past_the_quota_is_refused_before_a_byte_is_decompressed(
 ) -> None:
     settings.HUB_QUOTA_BYTES = 4 << 20
     settings.HUB_MAX_CHUNK = 2 << 20
+    settings.HUB_MAX_RATIO = 0  # the quota alone, not the ratio (tested below)
     line = b'{"type":"user","message":{"role":"user","content":"' + b"a" * 200 + b'"}}\n'
     block = line * ((2 << 20) // len(line))
     packed = zstd.compress(block, level=19)
@@ -134,6 +137,7 @@ def test_a_batch_past_the_quota_is_refused_before_its_files_are_inflated(
     hub: Hub, settings
 ) -> None:
     settings.HUB_QUOTA_BYTES = 1 << 20
+    settings.HUB_MAX_RATIO = 0  # the quota alone, not the ratio
     zeros = b"\0" * (2 << 20)
     response = _batch(hub, _body([(_hub_path(SOURCE), zeros)]))
     assert response.status_code == 413 and "quota" in _said(response)
@@ -190,3 +194,27 @@ def test_the_import_command_lets_expired_pushes_go_and_keeps_committed_files(
         HTTP_AUTHORIZATION=f"Bearer {hub.alice}",
     ).json()["files"][PATH]
     assert state["size"] == len(data) and "staging" not in state
+
+
+def test_a_zstd_bomb_is_refused_by_its_ratio_under_the_default_quota(hub: Hub, settings) -> None:
+    """11.8 KB on the wire made a 134 MB file: a chunk that claims to inflate more than
+    BRANCHBOARD_HUB_MAX_RATIO times its body is refused before it is decompressed, whatever
+    room the quota leaves; a real session (at most 17x on the shared corpus) goes."""
+    line = b'{"type":"user","message":{"role":"user","content":"' + b"a" * 200 + b'"}}\n'
+    block = line * ((8 << 20) // len(line))
+    packed = zstd.compress(block, level=19)
+    assert len(block) // len(packed) > 1000  # the bomb: thousands of times its size
+    response = hub.chunk(block, body=packed)
+    assert response.status_code == 413 and "BRANCHBOARD_HUB_MAX_RATIO" in _said(response)
+    assert not _staging().exists() and not HubFile.objects.exists()
+    batch = _batch(hub, _body([(_hub_path(SOURCE), block)]))
+    assert batch.status_code == 413 and "BRANCHBOARD_HUB_MAX_RATIO" in _said(batch)
+    assert _stored() == {}
+    data = SOURCE.read_bytes()
+    assert hub.chunk(data).status_code == 200
+    # A small body may inflate far: below a mebibyte the ratio is not asked.
+    small = b"\n" * (512 << 10)
+    packed = zstd.compress(small, level=19)
+    assert len(small) // len(packed) > 1000
+    digest = hashlib.sha256(small).hexdigest()
+    assert chunk_decode(packed, length=len(small), sha256=digest) == small

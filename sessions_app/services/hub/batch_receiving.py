@@ -32,7 +32,7 @@ from ..importing.session_row import cli_branches_link
 from ..searching.texts_index import texts_index_bulk
 from ..watching import CATCH_UP
 from . import quotas
-from .chunks import ChunkMismatch, TooLarge, max_chunk, max_file
+from .chunks import ChunkMismatch, TooLarge, max_chunk, max_file, ratio_check
 from .locking import NotAFolder, ProofFailed, PushRefused, _folders_make, file_lock
 from .namespaces import BadHubPath, hub_path_normal
 from .receiving import pushed_record, target_of
@@ -96,6 +96,7 @@ def batch_manifest(body: bytes) -> tuple[list[Entry], Callable[[], None]]:
     announced = sum(e.size for e in entries)
     if announced > max_chunk():
         raise TooLarge(f"a batch holds at most {max_chunk()} bytes of files, not {announced}")
+    ratio_check(announced, len(body))
 
     def contents() -> None:
         # What the manifest announced and one byte more, to tell a longer body: no more.

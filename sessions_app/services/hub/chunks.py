@@ -41,6 +41,24 @@ def max_chunk() -> int:
     return int(getattr(settings, "HUB_MAX_CHUNK", 32 << 20))
 
 
+# Below this many raw bytes a body may inflate as far as it likes: a ratio means nothing there.
+RATIO_FLOOR = 1 << 20
+
+
+def ratio_check(raw_length: int, body_length: int) -> None:
+    """Refuse a body announced to inflate past BRANCHBOARD_HUB_MAX_RATIO times its size.
+
+    A zstd bomb (11.8 KB on the wire for a 134 MB file) costs the hub disk, rows and
+    minutes for a few bytes; real sessions compress about 10-17x (the shared corpus).
+    Checked on the announced length, before a byte is decompressed."""
+    ratio = int(getattr(settings, "HUB_MAX_RATIO", 1000))
+    if ratio and raw_length > RATIO_FLOOR and raw_length > ratio * max(body_length, 1):
+        raise TooLarge(
+            f"{raw_length} bytes announced from a body of {body_length}: past "
+            f"BRANCHBOARD_HUB_MAX_RATIO ({ratio} times); send it less compressed"
+        )
+
+
 def staging_of(target: Path) -> Path:
     # A dot name not ending in .jsonl: the importer and the CLIs pass it by.
     return target.with_name(f".{target.name}.push")
@@ -50,6 +68,7 @@ def chunk_decode(data: bytes, *, length: int, sha256: str) -> bytes:
     """The raw bytes of a zstd chunk, checked against what was announced."""
     if length < 0 or length > max_chunk():
         raise TooLarge(f"a chunk holds at most {max_chunk()} bytes, not {length}")
+    ratio_check(length, len(data))
     try:
         raw = zstd.ZstdDecompressor().decompress(data, max_length=length + 1)
     except zstd.ZstdError as exc:
