@@ -1,5 +1,8 @@
 """Fixtures over the fixture corpus (tests/fixtures), imported once per module where it can be.
 
+Every test client is the local dashboard's owner (`_clients_are_the_owners`); `stranger()`
+is another account on the machine.
+
 `imported` is what most tests want: the corpus, idle and imported. The import is made
 once per module, inside a transaction that ends with the module (as Django's
 `TestCase.setUpTestData` does for a class); each test runs in a savepoint inside it,
@@ -17,6 +20,7 @@ from pathlib import Path
 import pytest
 from django.core.cache import cache
 from django.db import transaction
+from django.test import Client
 from pytest_django import DjangoDbBlocker
 
 from .corpus import ALL_ROOTS, FIXTURES, CorpusCopy, make_idle
@@ -176,6 +180,41 @@ def _search_words_inline() -> None:
 
     settings.SEARCH_WORDS_BEHIND = False
     connections.close_all()
+
+
+def owner_cookie(port: str = "80") -> tuple[str, str]:
+    """The cookie the one-click link gives the owner's browser on `port` (name, value)."""
+    from django.conf import settings
+
+    from sessions_app.middleware import owner_cookie_name
+    from sessions_app.services.owner_token import owner_token
+
+    return owner_cookie_name(port), owner_token(folder=settings.DATA_DIR)
+
+
+def stranger() -> Client:
+    """A test client without the owner's cookie: another account on the same machine."""
+    client = Client()
+    client.as_owner = False  # type: ignore[attr-defined]
+    return client
+
+
+@pytest.fixture(autouse=True)
+def _clients_are_the_owners(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every `django.test.Client` is the owner's, as the one-click link makes a browser: each
+    request carries the owner's cookie (the token of the data folder it is made in, which a
+    test may change), so the local dashboard's owner check (middleware.OwnerOnlyMiddleware)
+    lets it in. `stranger()` is a client without it."""
+    send = Client.request
+
+    def as_owner(self: Client, **request: object) -> object:
+        if getattr(self, "as_owner", True):
+            port = str(request.get("SERVER_PORT") or self.defaults.get("SERVER_PORT", "80"))
+            name, value = owner_cookie(port)
+            self.cookies[name] = value
+        return send(self, **request)
+
+    monkeypatch.setattr(Client, "request", as_owner)
 
 
 @pytest.fixture(autouse=True)
