@@ -192,9 +192,9 @@ def owner_cookie(port: str = "80") -> tuple[str, str]:
     return owner_cookie_name(port), owner_token(folder=settings.DATA_DIR)
 
 
-def stranger() -> Client:
+def stranger(**kwargs: object) -> Client:
     """A test client without the owner's cookie: another account on the same machine."""
-    client = Client()
+    client = Client(**kwargs)  # type: ignore[arg-type]
     client.as_owner = False  # type: ignore[attr-defined]
     return client
 
