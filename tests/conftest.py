@@ -24,6 +24,7 @@ from django.test import Client
 from pytest_django import DjangoDbBlocker
 
 from .corpus import ALL_ROOTS, FIXTURES, CorpusCopy, make_idle
+from .owner import owner_cookie
 
 # The module transactions open now (one at most), with the blocker that lets them reach
 # the database; a transactional test ends them first (see pytest_runtest_setup).
@@ -180,23 +181,6 @@ def _search_words_inline() -> None:
 
     settings.SEARCH_WORDS_BEHIND = False
     connections.close_all()
-
-
-def owner_cookie(port: str = "80") -> tuple[str, str]:
-    """The cookie the one-click link gives the owner's browser on `port` (name, value)."""
-    from django.conf import settings
-
-    from sessions_app.middleware import owner_cookie_name
-    from sessions_app.services.owner_token import owner_token
-
-    return owner_cookie_name(port), owner_token(folder=settings.DATA_DIR)
-
-
-def stranger(**kwargs: object) -> Client:
-    """A test client without the owner's cookie: another account on the same machine."""
-    client = Client(**kwargs)  # type: ignore[arg-type]
-    client.as_owner = False  # type: ignore[attr-defined]
-    return client
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,7 @@ from sessions_app.models import ApiToken, Run, Session
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.owner_token import OwnerTokenError, owner_token
 
-from .conftest import owner_cookie, stranger
+from .owner import owner_cookie, stranger
 from .factories import make_session
 
 pytestmark = pytest.mark.django_db
