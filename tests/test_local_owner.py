@@ -19,8 +19,8 @@ from sessions_app.models import ApiToken, Run, Session
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.owner_token import OwnerTokenError, owner_token
 
-from .owner import owner_cookie, stranger
 from .factories import make_session
+from .owner import owner_cookie, stranger
 
 pytestmark = pytest.mark.django_db
 

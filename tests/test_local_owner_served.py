@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NOBODY = 65534
 SYSTEM_PYTHON = Path("/usr/bin/python3")  # one that `nobody` may run, unlike a venv's
 FORGED_CSRF = "a" * 32  # any client can make up a CSRF cookie and the same token
+GUNICORN = (sys.executable, "-m", "gunicorn", "branchboard.wsgi")
+AS_NOBODY = ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups")
 
 STRANGER = """
 import json, os, sys, urllib.error, urllib.request
@@ -120,8 +122,7 @@ def test_another_account_reads_nothing_and_starts_nothing(tmp_path: Path) -> Non
     port = _free_port()
     log = (tmp_path / "gunicorn.log").open("wb")
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "branchboard.wsgi"]
-        + ["-c", str(ROOT / "deploy" / "gunicorn.conf.py"), "--bind", f"127.0.0.1:{port}"],
+        [*GUNICORN, "-c", str(ROOT / "deploy" / "gunicorn.conf.py"), "--bind", f"127.0.0.1:{port}"],
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -136,10 +137,9 @@ def test_another_account_reads_nothing_and_starts_nothing(tmp_path: Path) -> Non
             assert time.monotonic() < deadline, "gunicorn did not answer in 60 s"
             time.sleep(0.1)
 
+        asked = [str(port), sid, str(data / "owner_token"), FORGED_CSRF]
         done = subprocess.run(
-            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-            + [str(SYSTEM_PYTHON), "-c", STRANGER, str(port), sid, str(data / "owner_token")]
-            + [FORGED_CSRF],
+            [*AS_NOBODY, str(SYSTEM_PYTHON), "-c", STRANGER, *asked],
             cwd="/",
             env={"PATH": "/usr/bin:/bin"},
             capture_output=True,

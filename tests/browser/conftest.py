@@ -12,8 +12,8 @@ import pytest
 
 from sessions_app.services.importing import sessions_import
 from tests.compat.conftest import cli_home, clis, fake_model  # noqa: F401 (the real CLIs)
-from tests.owner import owner_cookie
 from tests.corpus import ALL_ROOTS, FIXTURES, make_idle
+from tests.owner import owner_cookie
 
 CHROMIUM = os.environ.get("BRANCHBOARD_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parent.parent.parent / "docs" / "screenshots"
