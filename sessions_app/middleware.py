@@ -159,9 +159,9 @@ class OwnerOnlyMiddleware:
     so the owner is whoever holds the owner token (`services.owner_token`, a 0600 file in
     the 0700 data folder): as `?token=` once (the link `make run` prints; it becomes an
     HttpOnly, SameSite=Strict cookie and the address loses it), as that cookie, or as
-    `Authorization: Bearer <token>` (scripts). The JSON API's own tokens, which only the
-    owner can make (`manage.py create_api_token`), also pass under /api/, where the API
-    checks them again. A peer that is not loopback is refused whatever it carries. Static
+    `Authorization: Bearer <token>` (scripts). The JSON API's own bearer tokens pass too:
+    only the owner can make them (`manage.py create_api_token` needs the data folder's
+    database). A peer that is not loopback is refused whatever it carries. Static
     files stay open to loopback peers: they are the app's own public files. Team mode has
     logins and permissions instead, and this steps aside.
     """
@@ -192,7 +192,7 @@ class OwnerOnlyMiddleware:
         if (
             is_owner_token(request.COOKIES.get(cookie), token)
             or is_owner_token(bearer, token)
-            or (under_api(request) and _is_api_token(bearer))
+            or _is_api_token(bearer)
         ):
             return self.get_response(request)
         return error_answer(request, 403, _refusal(request))
@@ -229,10 +229,10 @@ def _refusal(request: HttpRequest) -> str:
     if under_api(request):
         return (
             "This dashboard answers its owner only: send Authorization: Bearer with a token "
-            f"of manage.py create_api_token, or the owner token in {path}."
+            f"of manage.py create_api_token or the owner token in {path}."
         )
     return (
         "This dashboard answers its owner only. Open it with the link `make run` printed "
         f"(manage.py dashboard_url prints it again), which carries the token kept in {path}; "
-        "scripts send it as Authorization: Bearer."
+        "scripts send it, or a token of manage.py create_api_token, as Authorization: Bearer."
     )

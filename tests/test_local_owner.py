@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from sessions_app.middleware import OWNER_COOKIE_AGE, owner_cookie_name
-from sessions_app.models import ApiToken, Run, Session
+from sessions_app.models import ApiToken, AuditEntry, Run, Session
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.owner_token import OwnerTokenError, owner_token
 
@@ -123,13 +123,27 @@ def test_a_script_gets_in_with_the_bearer_token(imported: Path) -> None:
     assert client.get("/usage.csv", headers=headers).status_code == 200
 
 
-def test_the_api_takes_its_own_tokens(imported: Path) -> None:
+def test_the_apis_tokens_are_the_owners_too(imported: Path) -> None:
+    """Only the owner can make them (manage.py create_api_token writes the database)."""
     _, key = ApiToken.issue(name="script")
     client = stranger()
     answer = client.get(f"/api/sessions/{WEBAPP_ID}", HTTP_AUTHORIZATION=f"Bearer {key}")
     assert answer.status_code == 200 and answer.json()["session_id"] == WEBAPP_ID
+    assert client.get("/search/?q=the", HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 200
     refused = client.get("/api/search?q=the", HTTP_AUTHORIZATION="Bearer bb_made_up")
     assert refused.status_code == 403 and "owner only" in refused.json()["error"]
+
+
+def test_the_owner_token_drives_the_api_and_the_audit_log_says_so(imported: Path) -> None:
+    owner = {"HTTP_AUTHORIZATION": f"Bearer {owner_cookie()[1]}"}
+    client = stranger()
+    assert client.get(f"/api/sessions/{WEBAPP_ID}", **owner).status_code == 200
+    forked = client.post(
+        f"/api/sessions/{WEBAPP_ID}/fork", b"{}", content_type="application/json", **owner
+    )
+    assert forked.status_code == 201, forked.content
+    assert AuditEntry.objects.get().actor == "token:owner"
+    assert not ApiToken.objects.exists()  # the owner token is no row
 
 
 @pytest.mark.parametrize("peer", ["10.0.0.5", "192.168.1.20", "2001:db8::1", "", "unix"])
