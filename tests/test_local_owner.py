@@ -14,6 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
+from sessions_app.data_folder import data_folder_private
 from sessions_app.middleware import OWNER_COOKIE_AGE, owner_cookie_name
 from sessions_app.models import ApiToken, AuditEntry, Run, Session
 from sessions_app.services.importing import sessions_import
@@ -216,3 +217,12 @@ def test_dashboard_url_prints_the_one_click_link(settings, capsys) -> None:
     assert capsys.readouterr().out.strip() == f"http://127.0.0.1:8123/?token={token}"
     call_command("dashboard_url", token=True)
     assert capsys.readouterr().out.strip() == token
+
+
+def test_a_token_file_others_could_read_is_replaced_at_start(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    token = owner_token(folder=folder)
+    (folder / "owner_token").chmod(0o644)
+    said = data_folder_private(folder)
+    assert said == ["owner_token: removed, a new one is made (open the new link)"]
+    assert owner_token(folder=folder) != token

@@ -1,7 +1,8 @@
 """Who the JSON API lets in: bearer tokens, and the JSON answers of refusals.
 
 No cookie is ever enough: a request without a valid `Authorization: Bearer` token gets
-401 and nothing is done. A local dashboard also takes its owner token there. The pages' API (`api`) and the hub's (`api.hub`) both use this.
+401 and nothing is done. A local dashboard also takes its owner token there. The pages'
+API (`api`) and the hub's (`api.hub`) both use this.
 """
 
 from __future__ import annotations

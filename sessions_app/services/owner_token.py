@@ -14,9 +14,10 @@ import secrets
 import stat
 from pathlib import Path
 
+from ..data_folder import OWNER_TOKEN
 from .files import create_exclusive
 
-FILE_NAME = "owner_token"
+FILE_NAME = OWNER_TOKEN  # start-up removes it when others could read it (data_folder)
 # 256 bits, URL-safe: it travels in the one-click link's query and in a cookie.
 TOKEN_BYTES = 32
 SHORTEST = 32  # characters; anything shorter in the file was not written by us
