@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from playwright.sync_api import BrowserContext
 
 from sessions_app.services.importing import sessions_import
 from tests.compat.conftest import cli_home, clis, fake_model  # noqa: F401 (the real CLIs)
@@ -57,9 +58,14 @@ def _browser_is_the_owners(request: pytest.FixtureRequest) -> None:
     owner only (middleware.OwnerOnlyMiddleware)."""
     if not {"page", "live_server"} <= set(request.fixturenames):
         return
-    url = request.getfixturevalue("live_server").url
+    as_owner(request.getfixturevalue("context"), request.getfixturevalue("live_server").url)
+
+
+def as_owner(context: BrowserContext, url: str) -> None:
+    """Give `context` the owner's cookie for the server at `url`: again after a test moves
+    the data folder (settings.DATA_DIR), whose token it is."""
     name, value = owner_cookie(str(urlsplit(url).port))
-    request.getfixturevalue("context").add_cookies([{"name": name, "value": value, "url": url}])
+    context.add_cookies([{"name": name, "value": value, "url": url}])
 
 
 @pytest.fixture
