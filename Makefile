@@ -10,7 +10,10 @@ venv:
 run: venv
 	@# Checks run with the tests; here they would only delay the first page.
 	@$(PY) manage.py migrate --no-input --skip-checks -v 0
-	@echo "branchboard: serving http://127.0.0.1:$(PORT)/ (Ctrl-C stops it)"
+	@# The link carries the owner token (a 0600 file in the data folder): other accounts
+	@# on this machine get 403. `manage.py dashboard_url` prints it again.
+	@url=$$($(PY) manage.py dashboard_url --port $(PORT) --skip-checks) && \
+		echo "branchboard: serving $$url (open this link; Ctrl-C stops it)"
 	@echo "branchboard: importing your sessions behind the pages, newest first (the pages show how far)"
 	@# The watcher imports everything first, then what changes; it says where it logs,
 	@# its warnings come here too, the rest goes to the log.

@@ -33,7 +33,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.corpus import BIGREPO, django_setup  # noqa: E402 (needs the path above)
+from bench.corpus import BIGREPO, django_setup, owner_bearer  # noqa: E402 (needs the path above)
 
 MB = 1_000_000
 ID_KEYS = ("uuid", "parentUuid", "logicalParentUuid", "leafUuid", "messageId")
@@ -201,7 +201,8 @@ def child(data_dir: Path, root: Path, what: str) -> None:
         sessions_import(roots=[root])
     else:
         session = Session.objects.get(path__startswith=str(root))
-        response = Client(HTTP_HOST="localhost").get(f"/sessions/{session.session_id}/")
+        client = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=owner_bearer())
+        response = client.get(f"/sessions/{session.session_id}/")
         assert response.status_code == 200, response.status_code
     seconds = time.perf_counter() - start
     print(json.dumps({"seconds": seconds, "rss_before": before, "rss_peak": _hwm_mb()}))

@@ -34,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.corpus import owner_bearer  # noqa: E402
 from tests.factories import grow, session_file  # noqa: E402
 
 POLL_SECONDS = 1.0
@@ -45,9 +46,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# Every request's headers; the owner's bearer token once the data folder has it.
+HEADERS = {"HX-Request": "true"}
+
+
 def get(conn: http.client.HTTPConnection, path: str) -> tuple[int, float]:
     start = time.perf_counter()
-    conn.request("GET", path, headers={"HX-Request": "true"})
+    conn.request("GET", path, headers=HEADERS)
     response = conn.getresponse()
     response.read()
     return response.status, time.perf_counter() - start
@@ -105,6 +110,7 @@ def main() -> None:
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
     )
+    HEADERS["Authorization"] = owner_bearer(data)
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "branchboard.wsgi", "-c", "deploy/gunicorn.conf.py",

@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.corpus import django_setup  # noqa: E402 (needs the path above)
+from bench.corpus import django_setup, owner_bearer  # noqa: E402 (needs the path above)
 
 REQUESTS = 15
 
@@ -187,7 +187,7 @@ def main() -> None:
     from sessions_app.models import Session
     from sessions_app.services.importing import sessions_import
 
-    client = Client(HTTP_HOST="localhost")
+    client = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=owner_bearer())
     rows = []
     big = []
     try:

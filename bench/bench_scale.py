@@ -45,7 +45,12 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.corpus import long_session, replicated_corpus, tiny_turns_session  # noqa: E402
+from bench.corpus import (  # noqa: E402
+    long_session,
+    owner_bearer,
+    replicated_corpus,
+    tiny_turns_session,
+)
 
 MB = 1_000_000
 SERVER = os.environ.get("DATABASE_SERVER", "postgres://postgres@127.0.0.1:5432")
@@ -282,7 +287,7 @@ def _last_page_by_turns(project: int, n: int) -> str:
 def pages(urls: list[tuple[str, str]], requests: int) -> list[tuple[str, dict[str, Any]]]:
     from django.test import Client
 
-    client = Client(HTTP_HOST="localhost")
+    client = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=owner_bearer())
     return [(label, measure(client, url, requests)) for label, url in urls]
 
 

@@ -208,6 +208,18 @@ def django_setup(data_dir: Path) -> None:
     call_command("migrate", verbosity=0)
 
 
+def owner_bearer(data_dir: Path | None = None) -> str:
+    """`Bearer <owner token>` of the data folder (this process's, once Django is set up): a
+    local dashboard answers its owner only."""
+    from sessions_app.services.owner_token import owner_token
+
+    if data_dir is None:
+        from django.conf import settings
+
+        data_dir = settings.DATA_DIR
+    return f"Bearer {owner_token(folder=data_dir)}"
+
+
 @contextmanager
 def fresh_database(
     backend: str, data_dir: Path, pg_url: str, pg_name: str

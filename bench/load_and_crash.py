@@ -130,7 +130,7 @@ def file_complete(path: Path, turns: int | None = None) -> bool:
     return turns is None or analyse_file(path)[1].turn_count == turns
 
 
-def run_wrk(base: str, paths: list[str], seconds: int) -> dict:
+def run_wrk(base: str, paths: list[str], seconds: int, token: str) -> dict:
     script = Path(tempfile.mkstemp(suffix=".lua")[1])
     quoted = ", ".join(f'"{p}"' for p in paths)
     script.write_text(
@@ -146,6 +146,8 @@ def run_wrk(base: str, paths: list[str], seconds: int) -> dict:
             "--timeout",
             "10s",
             "--latency",
+            "-H",
+            f"Authorization: Bearer {token}",  # a local dashboard answers its owner only
             "-s",
             str(script),
             base,
@@ -256,17 +258,26 @@ def main() -> int:
             stderr=open(work / "gunicorn.log", "wb"),  # noqa: SIM115 (closed with the process)
         )
         wait_until(
-            lambda: request(f"{base}/", timeout=2)[0] == 200 if _up(port) else False, 30, "gunicorn"
+            lambda: request(f"{base}/", token=token, timeout=2)[0] == 200 if _up(port) else False,
+            30,
+            "gunicorn",
         )
         status, body = request(f"{base}/api/sessions/{TRANSCRIPT}", token=token)
         project = re.search(
-            r'href="/projects/(\d+)/"', urllib.request.urlopen(f"{base}/").read().decode()
+            r'href="/projects/(\d+)/"',
+            urllib.request.urlopen(
+                urllib.request.Request(f"{base}/", headers={"Authorization": f"Bearer {token}"})
+            )
+            .read()
+            .decode(),
         )
         paths = [f"/sessions/{TRANSCRIPT}/", f"/projects/{project.group(1)}/"]
 
         # 1 + 2: load, and 20 forks at once in the middle of it
         load: dict = {}
-        loader = threading.Thread(target=lambda: load.update(run_wrk(base, paths, args.seconds)))
+        loader = threading.Thread(
+            target=lambda: load.update(run_wrk(base, paths, args.seconds, token))
+        )
         loader.start()
         time.sleep(min(5, args.seconds / 3))  # let the load reach its steady state first
         forks = concurrent_forks(f"{base}/api", token, 20)

@@ -234,6 +234,9 @@ MIDDLEWARE = [
     # First: the forwarded headers of a peer that is not the proxy are dropped before
     # anything (the TLS redirect, the hub's HTTPS check, the audit log) reads them.
     "sessions_app.middleware.ForwardedHeadersMiddleware",
+    # Then, in local mode, the owner only: another account on the machine, or a peer that
+    # is not loopback, gets 403 before any page, search, API or run is reached.
+    "sessions_app.middleware.OwnerOnlyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

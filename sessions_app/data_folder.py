@@ -17,6 +17,8 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any
 
+# The local dashboard's owner token (services.owner_token).
+OWNER_TOKEN = "owner_token"  # noqa: S105 (a file's name, not a secret)
 FOLDER_MODE = 0o700
 FILE_MODE = 0o600
 SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")
@@ -52,6 +54,11 @@ def data_folder_private(folder: Path) -> list[str]:
             for inner in sorted(entry.iterdir()):
                 if inner.is_file() and not inner.is_symlink():
                     _tighten(inner, FILE_MODE, changed, f"{entry.name}/{inner.name}")
+        elif entry.name == OWNER_TOKEN and entry.is_file() and entry.stat().st_mode & 0o077:
+            # Others could read it, so it may be known: made private it would still let them
+            # in. Removed; the next start makes a new one (services.owner_token).
+            entry.unlink()
+            changed.append(f"{OWNER_TOKEN}: removed, a new one is made (open the new link)")
         elif entry.is_file():
             _tighten(entry, FILE_MODE, changed, entry.name)
     return changed

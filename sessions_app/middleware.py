@@ -10,16 +10,21 @@ page's htmx shows a 4xx answer in place and drops a 5xx one.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Callable
 
+from django.conf import settings
 from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
 from django.db import OperationalError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.loader import render_to_string
+from django.utils.http import url_has_allowed_host_and_scheme
 
-from .pages.errors import SERVER_ERROR, under_api
+from .models import ApiToken
+from .pages.errors import SERVER_ERROR, error_answer, under_api
 from .services.audit import from_proxy
+from .services.owner_token import OwnerTokenError, is_owner_token, owner_token, owner_token_path
 
 logger = logging.getLogger(__name__)
 
@@ -116,3 +121,118 @@ class ApiErrorMiddleware:
             extra={"request": request},
         )
         return JsonResponse({"error": SERVER_ERROR}, status=500)
+
+
+# The one-click link's query parameter, and how long the browser keeps the cookie it buys.
+TOKEN_QUERY = "token"  # noqa: S105 (a parameter's name, not a secret)
+OWNER_COOKIE_AGE = 30 * 24 * 3600  # seconds; `make run` prints the link again at each start
+
+
+def owner_cookie_name(port: str) -> str:
+    """The owner's cookie, one per port: cookies ignore ports, and two dashboards on one
+    machine (two data folders) must not overwrite each other's (as Jupyter names its own)."""
+    return f"branchboard-owner-{port}"
+
+
+def is_loopback(address: str) -> bool:
+    """Whether a peer's address is this machine's loopback (IPv4, IPv6, IPv4-mapped)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:  # a Unix socket's empty address, or garbage
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def _bearer(request: HttpRequest) -> str | None:
+    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return key.strip() or None
+
+
+class OwnerOnlyMiddleware:
+    """Local mode answers its owner only: other accounts on the machine get 403, nothing more.
+
+    A local dashboard has no login, and every account on the machine can reach 127.0.0.1,
+    so the owner is whoever holds the owner token (`services.owner_token`, a 0600 file in
+    the 0700 data folder): as `?token=` once (the link `make run` prints; it becomes an
+    HttpOnly, SameSite=Strict cookie and the address loses it), as that cookie, or as
+    `Authorization: Bearer <token>` (scripts). The JSON API's own bearer tokens pass too:
+    only the owner can make them (`manage.py create_api_token` needs the data folder's
+    database). A peer that is not loopback is refused whatever it carries. Static
+    files stay open to loopback peers: they are the app's own public files. Team mode has
+    logins and permissions instead, and this steps aside.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.static = "/" + settings.STATIC_URL.lstrip("/")
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if settings.TEAM_MODE:
+            return self.get_response(request)
+        if not is_loopback(request.META.get("REMOTE_ADDR", "")):
+            return error_answer(
+                request, 403, "This dashboard answers this machine only (it is in local mode)."
+            )
+        if request.path.startswith(self.static):
+            return self.get_response(request)
+        try:
+            token = owner_token(folder=settings.DATA_DIR)
+        except OwnerTokenError as exc:
+            return error_answer(request, 403, f"Nobody can be let in: {exc}.")
+        cookie = owner_cookie_name(request.get_port())
+        # Only a page's GET takes the link's token: a form's action never carries it.
+        offered = request.GET.get(TOKEN_QUERY)
+        if request.method in ("GET", "HEAD") and is_owner_token(offered, token):
+            return self._let_in(request, cookie, token)
+        bearer = _bearer(request)
+        if (
+            is_owner_token(request.COOKIES.get(cookie), token)
+            or is_owner_token(bearer, token)
+            or _is_api_token(bearer)
+        ):
+            return self.get_response(request)
+        return error_answer(request, 403, _refusal(request))
+
+    def _let_in(self, request: HttpRequest, cookie: str, token: str) -> HttpResponse:
+        """The one-click link: the token becomes a cookie, and the address loses it (out of
+        the history, the address bar and the next page's Referer)."""
+        query = request.GET.copy()
+        del query[TOKEN_QUERY]
+        target = request.path + (f"?{query.urlencode()}" if query else "")
+        if not url_has_allowed_host_and_scheme(target, allowed_hosts=None):
+            target = "/"  # a path like //elsewhere/ would leave the site
+        response = HttpResponseRedirect(target)
+        response.set_cookie(
+            cookie,
+            token,
+            max_age=OWNER_COOKIE_AGE,
+            httponly=True,
+            samesite="Strict",
+            secure=request.is_secure(),
+        )
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+def _is_api_token(key: str | None) -> bool:
+    if not key:
+        return False
+    return ApiToken.objects.filter(key_hash=ApiToken.hash(key)).exists()
+
+
+def _refusal(request: HttpRequest) -> str:
+    path = owner_token_path(settings.DATA_DIR)
+    if under_api(request):
+        return (
+            "This dashboard answers its owner only: send Authorization: Bearer with a token "
+            f"of manage.py create_api_token or the owner token in {path}."
+        )
+    return (
+        "This dashboard answers its owner only. Open it with the link `make run` printed "
+        f"(manage.py dashboard_url prints it again), which carries the token kept in {path}; "
+        "scripts send it, or a token of manage.py create_api_token, as Authorization: Bearer."
+    )

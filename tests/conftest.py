@@ -1,5 +1,8 @@
 """Fixtures over the fixture corpus (tests/fixtures), imported once per module where it can be.
 
+Every test client is the local dashboard's owner (`_clients_are_the_owners`); `stranger()`
+is another account on the machine.
+
 `imported` is what most tests want: the corpus, idle and imported. The import is made
 once per module, inside a transaction that ends with the module (as Django's
 `TestCase.setUpTestData` does for a class); each test runs in a savepoint inside it,
@@ -18,9 +21,11 @@ from pathlib import Path
 import pytest
 from django.core.cache import cache
 from django.db import transaction
+from django.test import Client
 from pytest_django import DjangoDbBlocker
 
 from .corpus import ALL_ROOTS, FIXTURES, CorpusCopy, make_idle
+from .owner import owner_cookie
 
 # The module transactions open now (one at most), with the blocker that lets them reach
 # the database; a transactional test ends them first (see pytest_runtest_setup).
@@ -191,6 +196,24 @@ def _search_words_inline() -> None:
 
     settings.SEARCH_WORDS_BEHIND = False
     connections.close_all()
+
+
+@pytest.fixture(autouse=True)
+def _clients_are_the_owners(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every `django.test.Client` is the owner's, as the one-click link makes a browser: each
+    request carries the owner's cookie (the token of the data folder it is made in, which a
+    test may change), so the local dashboard's owner check (middleware.OwnerOnlyMiddleware)
+    lets it in. `stranger()` is a client without it."""
+    send = Client.request
+
+    def as_owner(self: Client, **request: object) -> object:
+        if getattr(self, "as_owner", True):
+            port = str(request.get("SERVER_PORT") or self.defaults.get("SERVER_PORT", "80"))
+            name, value = owner_cookie(port)
+            self.cookies[name] = value
+        return send(self, **request)
+
+    monkeypatch.setattr(Client, "request", as_owner)
 
 
 @pytest.fixture(autouse=True)

@@ -22,9 +22,11 @@ from django.conf import settings
 from django.test import Client
 from sessions_app.management.commands.import_sessions import _log_to_file
 from sessions_app.models import Session
+from sessions_app.services.owner_token import owner_token
 sid = Session.objects.exclude(turn_count=0).first().session_id
+owner = {"Authorization": "Bearer " + owner_token(folder=settings.DATA_DIR)}
 for url in ("/", f"/sessions/{sid}/", "/search/?q=the"):
-    answer = Client().get(url, SERVER_NAME="localhost")
+    answer = Client(headers=owner).get(url, SERVER_NAME="localhost")
     assert answer.status_code == 200, (url, answer.status_code)
 import logging
 _log_to_file(Path(settings.IMPORT_LOG))
@@ -68,8 +70,8 @@ def test_a_fresh_data_folder_and_every_file_in_it_are_private(tmp_path: Path) ->
     done = manage(data, "shell", "-c", PAGE_VIEW_AND_LOG)
     assert done.returncode == 0, done.stdout + done.stderr
     found = modes(data)
-    # What the test means to cover is there: the database, its WAL, the key, the log.
-    assert {"branchboard.sqlite3", "secret_key", "import.log"} <= set(found), found
+    # What the test means to cover is there: the database, its WAL, the keys, the log.
+    assert {"branchboard.sqlite3", "secret_key", "owner_token", "import.log"} <= set(found), found
     assert found.pop(".") == "0o700"
     assert found == {name: "0o600" for name in found}
 

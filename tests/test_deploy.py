@@ -13,10 +13,13 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from sessions_app.services.owner_token import owner_token
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -67,13 +70,17 @@ def test_gunicorn_config_serves_the_dashboard(tmp_path: Path) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    # The link `make run` prints, opened as a browser does: it keeps the cookie it is given.
+    link = f"http://127.0.0.1:{port}/?token={owner_token(folder=tmp_path / 'data')}"
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
     try:
         deadline = time.monotonic() + 30
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as response:
+                with browser.open(link, timeout=2) as response:
                     body = response.read().decode()
                     headers = response.headers
+                    assert response.url == f"http://127.0.0.1:{port}/"
                 break
             except OSError:
                 assert server.poll() is None, server.stderr.read().decode() if server.stderr else ""
@@ -81,6 +88,9 @@ def test_gunicorn_config_serves_the_dashboard(tmp_path: Path) -> None:
                 time.sleep(0.1)
         assert "branchboard" in body
         assert "script-src 'self'" in headers["Content-Security-Policy"]
+        with pytest.raises(urllib.error.HTTPError) as refused:  # without the token
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
+        assert refused.value.code == 403
         with urllib.request.urlopen(
             f"http://127.0.0.1:{port}/static/sessions_app/htmx.min.js", timeout=5
         ) as r:

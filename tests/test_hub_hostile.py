@@ -316,7 +316,8 @@ def test_a_2_gb_body_is_refused_before_it_is_read(hub: Hub) -> None:
     _refused(response, 413, "at most")
 
 
-def test_plain_http_from_off_this_machine_is_refused(hub: Hub) -> None:
+def test_plain_http_from_off_this_machine_is_refused(team, hub: Hub) -> None:
+    # Team mode: only a team server answers other machines (local mode: loopback only).
     response = hub.chunk(SOURCE.read_bytes(), REMOTE_ADDR="203.0.113.7")
     _refused(response, 403, "HTTPS only")
     assert AuditEntry.objects.get(action="push-refused").remote_addr == "203.0.113.7"
@@ -414,9 +415,10 @@ def test_a_turn_of_unicode_digits_is_refused_not_a_crash() -> None:
             turn_input(text)
 
 
-def test_forwarded_headers_count_only_from_the_proxys_address(hub: Hub, settings) -> None:
+def test_forwarded_headers_count_only_from_the_proxys_address(team, hub: Hub, settings) -> None:
     """Behind the shipped nginx (TRUSTED_PROXY, TLS), a client that reaches the app past the
-    proxy cannot say it is on loopback, nor that it came over HTTPS."""
+    proxy cannot say it is on loopback, nor that it came over HTTPS (a team server: local
+    mode answers loopback peers only)."""
     settings.TRUSTED_PROXY = True
     settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     data = SOURCE.read_bytes()

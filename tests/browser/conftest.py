@@ -6,12 +6,15 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+from playwright.sync_api import BrowserContext
 
 from sessions_app.services.importing import sessions_import
 from tests.compat.conftest import cli_home, clis, fake_model  # noqa: F401 (the real CLIs)
 from tests.corpus import ALL_ROOTS, FIXTURES, make_idle
+from tests.owner import owner_cookie
 
 CHROMIUM = os.environ.get("BRANCHBOARD_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parent.parent.parent / "docs" / "screenshots"
@@ -46,6 +49,23 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
             "--disable-sync",
         ],
     }
+
+
+@pytest.fixture(autouse=True)
+def _browser_is_the_owners(request: pytest.FixtureRequest) -> None:
+    """The browser of a test against the live server holds the owner's cookie, as after the
+    one-click link (test_local_owner_browser.py clicks it): the local dashboard answers its
+    owner only (middleware.OwnerOnlyMiddleware)."""
+    if not {"page", "live_server"} <= set(request.fixturenames):
+        return
+    as_owner(request.getfixturevalue("context"), request.getfixturevalue("live_server").url)
+
+
+def as_owner(context: BrowserContext, url: str) -> None:
+    """Give `context` the owner's cookie for the server at `url`: again after a test moves
+    the data folder (settings.DATA_DIR), whose token it is."""
+    name, value = owner_cookie(str(urlsplit(url).port))
+    context.add_cookies([{"name": name, "value": value, "url": url}])
 
 
 @pytest.fixture

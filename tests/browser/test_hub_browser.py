@@ -13,7 +13,7 @@ from sessions_app.services.hub.namespaces import hub_roots
 from sessions_app.services.importing import sessions_import
 from tests.corpus import FIXTURES, make_idle
 
-from .conftest import shot
+from .conftest import as_owner, shot
 
 # What each machine pushed, as a hub keeps it: `<data folder>/hub/<user@machine>/<home path>`.
 # The webapp session is on both machines (a home folder copied over): two sessions.
@@ -35,6 +35,7 @@ def test_a_hubs_project_list_shows_two_machines_and_narrows_to_one(
     page: Page, live_server, tmp_path: Path, transactional_db: None, settings
 ) -> None:
     settings.DATA_DIR = tmp_path / "data"
+    as_owner(page.context, live_server.url)  # the owner token of this data folder
     settings.SESSION_ROOTS = []  # a hub: only what machines pushed
     for namespace, folders in PUSHED.items():
         for target, source in folders.items():

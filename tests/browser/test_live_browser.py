@@ -19,6 +19,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from sessions_app.services.importing import sessions_import
+from sessions_app.services.owner_token import owner_token
 from tests.factories import grow, jsonl, session_file, turn
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -146,14 +147,23 @@ def test_the_watcher_and_gunicorn_show_a_session_as_it_is_written(
     try:
         _poll("the first import", lambda: _lines_imported(db, sid) == 8)
 
+        token = owner_token(folder=data)
+
         def up() -> bool:
+            # As a script asks: the owner token as a bearer token.
+            asked = urllib.request.Request(
+                f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {token}"}
+            )
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).close()
+                urllib.request.urlopen(asked, timeout=1).close()
             except OSError:
                 return False
             return True
 
         _poll("gunicorn", up)
+        # The owner's one click: the link `make run` prints, then the session's page.
+        page.goto(f"http://127.0.0.1:{port}/?token={token}")
+        expect(page).to_have_url(f"http://127.0.0.1:{port}/")
         page.goto(f"http://127.0.0.1:{port}/sessions/{sid}/")
         expect(page.locator("#live-tail")).to_contain_text("prompt 2")
 

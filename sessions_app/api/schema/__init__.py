@@ -54,7 +54,8 @@ OPENAPI: dict = {
         "title": "branchboard API",
         "version": "1",
         "description": "Branch, fork and rewind Claude Code and Qwen Code sessions. "
-        "Every request needs `Authorization: Bearer <token>` (manage.py create_api_token).",
+        "Every request needs `Authorization: Bearer <token>` (manage.py create_api_token; "
+        "a local dashboard also takes its owner token, manage.py dashboard_url --token).",
     },
     "components": {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
