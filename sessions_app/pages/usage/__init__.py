@@ -23,6 +23,7 @@ from ...selectors.usage import Totals, usage_by_day, usage_by_model, usage_by_pr
 from ...selectors.usage.sessions import session_usage, session_usage_parts
 from ...services.archive import archive_enabled, archive_size
 from ...templatetags.project_labels import label_twins, project_label
+from ..heavy import heavy
 from ..sessions import session_or_404
 from .charts import turn_chart, usage_context
 
@@ -197,6 +198,7 @@ def usage_csv(request: HttpRequest) -> HttpResponseBase:
 
 
 @require_safe
+@heavy
 def session_usage_csv(request: HttpRequest, session_id: uuid.UUID) -> HttpResponseBase:
     """`/sessions/<id>/usage.csv`: the whole session's usage, each row saying where it belongs.
 
@@ -212,6 +214,7 @@ def session_usage_csv(request: HttpRequest, session_id: uuid.UUID) -> HttpRespon
 
 
 @require_safe
+@heavy
 def session_usage_turns(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """`/sessions/<id>/usage-turns/`: the transcript's "Usage per turn" panel, its chart and
     a row per turn, fetched when the panel is opened (not on every page of the session)."""
