@@ -231,6 +231,8 @@ MIDDLEWARE = [
     "sessions_app.middleware.ForwardedHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # PostgreSQL: a read's statements bounded in time, before any of them runs.
+    "sessions_app.statement_timeout.StatementTimeoutMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
