@@ -240,6 +240,13 @@ def main() -> None:
         else:
             shutil.rmtree(work, ignore_errors=True)
     print(report(backend, result, args.exports))
+    recent = result["under_load"].pop("recent")
+    result["under_load"]["recent_summary"] = {
+        "asked": len(recent),
+        "first": recent[0],
+        "median": statistics.median(recent),
+        "max": max(recent),
+    }
     print("BENCH_JSON " + json.dumps({"heavy": result}))
 
 

@@ -28,7 +28,7 @@ from ...transcript import ToolCall, Turn, build_turns
 from .items import diff_text, image_note, todo_text, with_subagents
 
 # Records read, built and rendered at a time: an export's memory is one window's.
-CHUNK_RECORDS = 2_000
+CHUNK_RECORDS = 1_000
 CONTEXT_CHARS = 2000  # of context the CLI wrote for the model, in an export
 # Raw HTML on, as in most Markdown viewers: what this finds, they would render.
 _VIEWER = MarkdownIt("commonmark")
@@ -44,13 +44,9 @@ def _turn_pages(session: Session) -> Iterator[list[Turn]]:
     a window alone goes on in the next (a card marked continued). Memory stays that of
     one window, whatever the session's length or its longest turn's.
     """
-    last, from_line = max(session.turn_count, 1), 0
+    from_line = 0
     while True:
-        records = list(
-            selectors.page_records(
-                session, first_turn=1, last_turn=last, from_line=from_line, limit=CHUNK_RECORDS
-            )
-        )
+        records = selectors.active_records(session, from_line=from_line, limit=CHUNK_RECORDS)
         if not records:
             return
         full = len(records) == CHUNK_RECORDS
