@@ -1,4 +1,4 @@
-"""PostgreSQL: each statement of a page's or the API's read may run BRANCHBOARD_PG_STATEMENT_TIMEOUT.
+"""PostgreSQL: a read request's statements are cancelled past BRANCHBOARD_PG_STATEMENT_TIMEOUT.
 
 A search nginx had already answered 504 went on in PostgreSQL for 5 min 46 s, holding a
 worker thread and a backend for no one. A read (GET or HEAD) sets `statement_timeout` on

@@ -39,7 +39,7 @@ def test_an_html_export_without_its_stylesheet_is_an_error(
     (tmp_path / "static" / "sessions_app").mkdir(parents=True)
     settings.STATICFILES_DIRS = [tmp_path / "static"]
     session = Session.objects.get(path=str(imported / WEBAPP))
-    with pytest.raises(exports.ExportAssetMissing, match="app.css"):
+    with pytest.raises(exports.ExportAssetMissing, match=r"app\.css"):
         response = client.get(f"/sessions/{session.session_id}/export.html")
         b"".join(response.streaming_content)
 

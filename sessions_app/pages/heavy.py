@@ -91,7 +91,7 @@ def heavy[**P, R: HttpResponseBase](
         if response.streaming:
             # Freed as the response is closed: by the server once the last byte is sent
             # or the client is gone; a FileResponse keeps its file handed to sendfile.
-            response._resource_closers.append(_give_back)
+            response._resource_closers.append(_give_back)  # type: ignore[attr-defined]
         else:
             _give_back()
         return response
