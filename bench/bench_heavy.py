@@ -17,6 +17,10 @@ PostgreSQL with `--postgres`), then gunicorn is started as `make run` starts it
 Times are from sending the request to the last byte of its answer.
 
     .venv/bin/python bench/bench_heavy.py [--turns 25000] [--exports 4] [--postgres]
+
+`--long-turn 20000` measures only `export.html` alone of two sessions of one turn each, of
+2,000 and 20,000 tool calls (4,000 and 40,000 records): whether an export's memory grows
+with the longest turn.
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ def child(work: Path) -> dict[str, Any]:
     start = time.perf_counter()
     sessions_import(roots=[work / "corpus"])
     seconds = time.perf_counter() - start
-    sessions = Session.objects.order_by("turn_count")
+    sessions = Session.objects.order_by("record_count")
     return {
         "import": seconds,
         "sessions": [(str(s.session_id), s.turn_count, s.record_count) for s in sessions],
@@ -187,6 +191,31 @@ def measure(work: Path, env: dict[str, str], exports: int) -> dict[str, Any]:
     return result
 
 
+def measure_long_turn(work: Path, env: dict[str, str]) -> dict[str, Any]:
+    """`--long-turn`: export.html alone of each one-turn session, as `_export_alone` says."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", str(work)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode:
+        sys.exit(f"child failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    port = _free_port()
+    server = _serve(env, port, work / f"gunicorn-{port}.log")
+    try:
+        _get(port, "/recent/")
+        result["exports"] = [
+            {"records": records, **_export_alone(port, server.pid, sid)}
+            for sid, _turns, records in result["sessions"]
+        ]
+    finally:
+        _stop(server)
+    return result
+
+
 def report(backend: str, r: dict[str, Any], exports: int) -> str:
     sizes = r["sizes"]
     lines = [
@@ -226,9 +255,34 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true", help="PostgreSQL instead of SQLite")
     parser.add_argument("--postgres-url", default=PG_URL, help="server to create the db on")
     parser.add_argument("--keep", action="store_true", help="keep the temp folder")
+    parser.add_argument(
+        "--long-turn",
+        type=int,
+        default=0,
+        metavar="CALLS",
+        help="only export.html of two one-turn sessions, of CALLS/10 and CALLS tool calls",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bb-bench-heavy-"))
     backend = "postgres" if args.postgres else "sqlite"
+    if args.long_turn:
+        from bench.bench_pages import one_turn_session
+
+        try:
+            for calls in (args.long_turn // 10, args.long_turn):
+                one_turn_session(work / "corpus" / "-work-bench", "calls", calls=calls)
+            with fresh_database(backend, work / "data", args.postgres_url, PG_BENCH_DB) as env:
+                result = measure_long_turn(work, env)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        for e in result["exports"]:
+            print(
+                f"{backend}: export.html alone, one turn of {e['records']} records: HTTP "
+                f"{e['status']}, {e['seconds']:.1f} s, {e['bytes'] / 1e6:.1f} MB, worker memory "
+                f"+{e['rss_growth_mb']:.0f} MB at its peak"
+            )
+        print("BENCH_JSON " + json.dumps({"heavy_long_turn": result}))
+        return
     try:
         for turns in (args.turns // 10, args.turns):
             tiny_turns_session(work / "corpus" / "-work-bench", turns=turns)
