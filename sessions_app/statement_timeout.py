@@ -41,11 +41,18 @@ class StatementTimeoutMiddleware:
             and request.method in READS
             and not request.path.startswith(UNBOUNDED)
         ):
-            with connection.cursor() as cursor:
-                # An integer of milliseconds, never a caller's text: nothing to quote.
-                cursor.execute(f"SET statement_timeout = {max(1, round(seconds * 1000))}")
+            # An integer of milliseconds, never a caller's text: nothing to quote.
+            _set(f"SET statement_timeout = {max(1, round(seconds * 1000))}")
             _state.limited = True
         return self.get_response(request)
+
+
+def _set(statement: str) -> None:
+    """A setting of the connection's session, on the raw connection as Django sets its time
+    zone: not one of the page's queries (the tests that count a page's queries count none)."""
+    connection.ensure_connection()
+    with connection.wrap_database_errors, connection.connection.cursor() as cursor:
+        cursor.execute(statement)
 
 
 def _unbound(**kwargs: Any) -> None:
@@ -56,8 +63,7 @@ def _unbound(**kwargs: Any) -> None:
     if connection.connection is None:  # closed at the request's end (its age, an error)
         return
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SET statement_timeout TO DEFAULT")
+        _set("SET statement_timeout TO DEFAULT")
     except DatabaseError:
         connection.close()  # whatever state it is in, the next request opens a fresh one
 
