@@ -140,6 +140,17 @@ SEARCH_WORDS_BEHIND = env_bool("BRANCHBOARD_SEARCH_WORDS_BEHIND", True)
 DB_TIMEOUT = env_int("BRANCHBOARD_DB_TIMEOUT", 20)
 if DB_TIMEOUT < 1:
     raise ImproperlyConfigured(f"BRANCHBOARD_DB_TIMEOUT={DB_TIMEOUT} must be at least 1 second")
+# PostgreSQL: seconds one statement of a page's or the API's read (GET) may run; then
+# PostgreSQL cancels it and the page answers 503 (sessions_app.statement_timeout). Never
+# the importer's, the commands' or a write's. 0: no limit.
+PG_STATEMENT_TIMEOUT = env_int("BRANCHBOARD_PG_STATEMENT_TIMEOUT", 30)
+# Requests that read a whole session or search everything (exports, a session's usage per
+# turn and its CSV, the search page, /api/search) that one worker process answers at once;
+# one more is answered 503 with Retry-After (sessions_app.pages.heavy). Under gunicorn
+# the default is one fewer than its threads (deploy/gunicorn.conf.py).
+HEAVY_REQUESTS = env_int("BRANCHBOARD_HEAVY_REQUESTS", 1)
+if HEAVY_REQUESTS < 1:
+    raise ImproperlyConfigured(f"BRANCHBOARD_HEAVY_REQUESTS={HEAVY_REQUESTS} must be at least 1")
 # Behind a reverse proxy that sets X-Forwarded-For to the client's address (the
 # shipped nginx site does), the audit log takes the address from there; without
 # a proxy the header is the client's own say and is ignored.
@@ -239,6 +250,8 @@ MIDDLEWARE = [
     "sessions_app.middleware.OwnerOnlyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # PostgreSQL: a read's statements bounded in time, before any of them runs.
+    "sessions_app.statement_timeout.StatementTimeoutMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -27,6 +27,10 @@ preload_app = True
 # PostgreSQL's are kept: a search then finds the index's pages in the connection's cache,
 # and no request pays for opening the database and attaching its words file.
 os.environ.setdefault("BRANCHBOARD_SQLITE_CONN_MAX_AGE", "600")
+# The threaded worker accepts a connection while its threads are busy and queues it:
+# heavy requests (exports, usage per turn, search) get at most one fewer than a worker's
+# threads, so a light page always finds one (sessions_app/pages/heavy.py).
+os.environ.setdefault("BRANCHBOARD_HEAVY_REQUESTS", str(max(1, threads - 1)))
 # A hub's push pool (deploy/branchboard-hub.service) runs its workers at a lower CPU
 # priority, so pages stay quick while machines push: BRANCHBOARD_NICE=10 there.
 NICE = int(os.environ.get("BRANCHBOARD_NICE", "0"))

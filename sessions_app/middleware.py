@@ -33,9 +33,15 @@ MESSAGE = (
     "The database is busy: another process holds a lock on it. "
     "Nothing was changed; try again in a few seconds."
 )
+# A read that ran past BRANCHBOARD_PG_STATEMENT_TIMEOUT (sessions_app.statement_timeout).
+TIMEOUT_MESSAGE = (
+    "This page asked the database for more work than a page may take, and it was stopped; "
+    "nothing was changed. Narrow it (fewer or longer words, a project, dates) or try again."
+)
+QUERY_CANCELED = "57014"  # statement_timeout
 # PostgreSQL: lock_not_available (lock_timeout), query_canceled (statement_timeout),
 # deadlock_detected.
-LOCK_SQLSTATES = frozenset({"55P03", "57014", "40P01"})
+LOCK_SQLSTATES = frozenset({"55P03", QUERY_CANCELED, "40P01"})
 # What Django itself answers as 400/403/404 through the error handlers.
 REFUSALS = (Http404, PermissionDenied, BadRequest, SuspiciousOperation)
 SQLITE_LOCK_MESSAGES = ("database is locked", "database table is locked")
@@ -65,15 +71,17 @@ class DatabaseBusyMiddleware:
         if not is_lock_error(exception):
             return None
         logger.warning("%s %s: database busy (%s)", request.method, request.path, exception)
+        timed_out = getattr(exception.__cause__, "sqlstate", None) == QUERY_CANCELED
+        message = TIMEOUT_MESSAGE if timed_out else MESSAGE
         if request.path.startswith("/api/"):
-            response: HttpResponse = JsonResponse({"error": MESSAGE}, status=503)
+            response: HttpResponse = JsonResponse({"error": message}, status=503)
         elif getattr(request, "htmx", False):
-            html = render_to_string("sessions_app/busy.html#busy-message", {"message": MESSAGE})
+            html = render_to_string("sessions_app/busy.html#busy-message", {"message": message})
             response = HttpResponse(html, status=409)
         else:
             # Rendered without the request: the page must not touch the database.
             again = request.get_full_path() if request.method == "GET" else None
-            html = render_to_string("sessions_app/busy.html", {"message": MESSAGE, "again": again})
+            html = render_to_string("sessions_app/busy.html", {"message": message, "again": again})
             response = HttpResponse(html, status=503)
         response["Retry-After"] = str(RETRY_AFTER)
         return response

@@ -222,3 +222,14 @@ def _empty_cache() -> Iterator[None]:
     row, and a row's id may come again in another test once the tables are flushed."""
     cache.clear()
     yield
+
+
+@pytest.fixture(autouse=True)
+def _heavy_places_free() -> Iterator[None]:
+    """Each test starts with every heavy place free (sessions_app.pages.heavy): a streamed
+    answer holds its place until it is closed, which a real server always does and the test
+    client does only once the test reads it to its end."""
+    from sessions_app.pages import heavy
+
+    heavy._running = 0
+    yield

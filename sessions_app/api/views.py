@@ -22,6 +22,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from .. import selectors
 from ..models import Session
+from ..pages.heavy import heavy
 from ..pages.search import BadSearch, link_hits, search_query
 from ..permissions import WORKTREE_PERMISSION
 from ..refusals import BodyTooLarge, LengthRequired, WorktreeForbidden, status_of
@@ -67,6 +68,7 @@ def token_required(*, write: bool) -> Callable:
 @csrf_exempt
 @login_not_required
 @allow("GET")
+@heavy
 def search_view(request: ApiRequest) -> HttpResponse:
     """GET /api/search?q=…[&project=&agent=&since=&until=&all=1&session=&page=]: ranked
     hits, SESSION_LIMIT sessions a page (`next_page` the next one's number, null at the end)."""

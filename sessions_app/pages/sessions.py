@@ -27,6 +27,7 @@ from ..services.roots import UnsafePath
 from ..transcript import PAGE_LIMITS, build_page, build_turns, full_item, item_part
 from . import exports as exporting
 from .family_tree import tree_html
+from .heavy import heavy
 
 # Record ids are UUIDs in both CLIs; a damaged or hand-made file may hold others.
 LEAF_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
@@ -157,6 +158,7 @@ def lineage(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
 
 
 @require_safe
+@heavy
 def export(request: HttpRequest, session_id: uuid.UUID, fmt: str) -> HttpResponseBase:
     """Download a session: its JSONL byte for byte, Markdown, or one HTML page."""
     session = session_or_404(session_id)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..services.reading.branches import Branch, abandoned_branch, branch_records
     from ..services.reading.records import (
         PAGE_TURNS,
+        active_records,
         page_records,
         record_at,
         subagent_records,
@@ -46,6 +47,7 @@ _HOMES = {
     "..services.reading.branches": ("Branch", "abandoned_branch", "branch_records"),
     "..services.reading.records": (
         "PAGE_TURNS",
+        "active_records",
         "page_records",
         "record_at",
         "subagent_records",
@@ -85,6 +87,7 @@ __all__ = [
     "SESSION_SORTS",
     "Branch",
     "abandoned_branch",
+    "active_records",
     "branch_records",
     "edit_prompt",
     "lineage_of",

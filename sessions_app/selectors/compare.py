@@ -133,9 +133,8 @@ def _usage_after(session: Session, branch: Branch | None, split: int) -> Totals:
         lines = {line for line, (turn, on) in branch.rows.items() if on and (turn or 0) > split}
         return lines_usage(session, lines)
     usage = Totals()
-    for number, totals in turn_usage(session):
-        if number > split:
-            usage.merge(totals)
+    for _number, totals in turn_usage(session, first=split + 1):
+        usage.merge(totals)
     return usage
 
 

@@ -30,3 +30,28 @@ def test_the_usage_page_draws_its_charts_and_numbers(
         panel.get_by_role("link", name="per day").click()
     assert download.value.suggested_filename == "usage-by-day.csv"
     shot(page, "usage")
+
+
+def test_usage_per_turn_pages_through_a_long_session_in_place(
+    page: Page, live_server, tmp_path: Path, transactional_db: None
+) -> None:
+    """The panel shows 200 turns; its links swap the next and previous 200 in, in place."""
+    from tests.test_usage import imported, session_with
+
+    session = imported(tmp_path, session_with(tmp_path, [(f"turn {n}", [10]) for n in range(450)]))
+    page.goto(f"{live_server.url}/sessions/{session.session_id}/")
+    panel = page.locator("#usage-turns")
+    panel.locator("summary").click()
+    rows = panel.locator("tbody tr")
+    expect(rows).to_have_count(200)
+    expect(rows.first).to_contain_text("1")
+    panel.locator("#usage-turns-next").click()
+    expect(rows.first.locator("td").first).to_have_text("201")
+    expect(rows).to_have_count(200)
+    panel.locator("#usage-turns-next").click()
+    expect(rows.first.locator("td").first).to_have_text("401")
+    expect(rows).to_have_count(50)
+    expect(panel.locator("#usage-turns-next")).to_have_count(0)
+    panel.locator("#usage-turns-previous").click()
+    expect(rows.first.locator("td").first).to_have_text("201")
+    assert page.url.endswith(f"/sessions/{session.session_id}/")  # swapped, not navigated

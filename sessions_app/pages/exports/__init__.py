@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from django.contrib.staticfiles import finders
 from django.template.loader import render_to_string
 from django.utils.html import escape
 from markdown_it import MarkdownIt
@@ -29,7 +30,8 @@ from ...services.archive.health import archive_damage
 from ...transcript import ToolCall, Turn, build_turns
 from .items import diff_text, image_note, todo_text, with_subagents
 
-CHUNK_TURNS = 50
+# Records read, built and rendered at a time: an export's memory is one window's.
+CHUNK_RECORDS = 1_000
 CONTEXT_CHARS = 2000  # of context the CLI wrote for the model, in an export
 # Raw HTML on, as in most Markdown viewers: what this finds, they would render.
 _VIEWER = MarkdownIt("commonmark")
@@ -40,13 +42,28 @@ CODE_SPAN_RE = re.compile(r"(?<!`)(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)"
 IMAGE_OPEN_RE = re.compile(r"!\[(?![^\]\n]*\]\(\s*<?data:)")
 
 
-def _turn_pages(session: Session) -> Iterator[list]:
-    first = 1
-    while first <= max(session.turn_count, 1):
-        last = first + CHUNK_TURNS - 1
-        records = selectors.transcript_records(session, first_turn=first, last_turn=last)
+def _turn_pages(session: Session) -> Iterator[list[Turn]]:
+    """The active branch's turns, at most CHUNK_RECORDS records read at a time.
+
+    A window ends before the turn it would cut, so turns stay whole; a turn longer than
+    a window alone goes on in the next (a card marked continued). Memory stays that of
+    one window, whatever the session's length or its longest turn's.
+    """
+    from_line = 0
+    while True:
+        records = selectors.active_records(session, from_line=from_line, limit=CHUNK_RECORDS)
+        if not records:
+            return
+        full = len(records) == CHUNK_RECORDS
+        if full:
+            cut = len(records)
+            while cut and records[cut - 1].turn == records[-1].turn:
+                cut -= 1
+            records = records[:cut] or records  # the last turn whole in the next window
         yield with_subagents(session, build_turns(records, session.agent))
-        first = last + 1
+        if not full:
+            return
+        from_line = records[-1].line + 1
 
 
 def _fence(text: str) -> str:
@@ -174,12 +191,15 @@ def markdown_chunks(session: Session) -> Iterator[str]:
     for turns in _turn_pages(session):
         for turn in turns:
             if turn.number is not None:
-                yield from _turn_markdown(turn, f"## Turn {turn.number}")
+                yield from _turn_markdown(turn, f"## Turn {turn.number}", window=True)
 
 
-def _turn_markdown(turn: Turn, heading: str) -> Iterator[str]:
+def _turn_markdown(turn: Turn, heading: str, *, window: bool = False) -> Iterator[str]:
     """One turn: the prompt, then each item; a subagent's turns nested as a quote."""
-    yield f"{heading}\n\n**User:**\n\n{_inert(chips_text(turn.prompt))}\n\n"
+    if window and turn.continued and not turn.prompt:  # a turn longer than a window goes on
+        yield f"{heading} (continued)\n\n"
+    else:
+        yield f"{heading}\n\n**User:**\n\n{_inert(chips_text(turn.prompt))}\n\n"
     for image in turn.images:
         yield f"{image_note(image)}\n\n"
     for item in turn.items:
@@ -233,14 +253,38 @@ def _call_markdown(call: ToolCall) -> Iterator[str]:
             yield "\n\n"
 
 
+class ExportAssetMissing(RuntimeError):
+    """A stylesheet the HTML export inlines is not where the static files are found."""
+
+
+STYLESHEETS = ("sessions_app/app.css", "sessions_app/highlight.css")
+
+
+def export_styles() -> str:
+    """The pages' stylesheets, as the HTML export inlines them; a missing one raises.
+
+    Found as the pages find them (the static files' finders), never by a path next to
+    this module: an export without its styles is an error, not a plain page.
+    """
+    css = []
+    for name in STYLESHEETS:
+        path = finders.find(name)
+        if not isinstance(path, str):
+            raise ExportAssetMissing(f"the HTML export's stylesheet {name} is not found")
+        css.append(Path(path).read_text(encoding="utf-8"))
+    return "".join(css)
+
+
 def html_chunks(session: Session) -> Iterator[str]:
-    """The transcript as one HTML file with its styles inline, for sharing or archiving."""
-    static = Path(__file__).resolve().parent.parent / "static" / "sessions_app"
-    css = "".join(
-        (static / name).read_text()
-        for name in ("app.css", "highlight.css")
-        if (static / name).exists()
-    )
+    """The transcript as one HTML file with its styles inline, for sharing or archiving.
+
+    The styles are read before the first chunk is made (so before any byte is sent): a
+    missing stylesheet fails the request whole, never a download cut short.
+    """
+    return _html_chunks(session, export_styles())
+
+
+def _html_chunks(session: Session, css: str) -> Iterator[str]:
     yield (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>{escape(session.title)}</title><style>{css}</style></head><body><main>"

@@ -20,6 +20,7 @@ from ...selectors.lists import hub_namespaces
 from ...selectors.search import MAX_PAGE, SearchQuery, SearchResults, SessionHits, search
 from ...services.searching import words_waiting
 from ...session_refs import NAMESPACE_PART, REF_RE
+from ..heavy import heavy
 from .links import link_hits as link_hits
 from .links import session_url as session_url
 
@@ -144,6 +145,7 @@ def _heading(session: Session, owners: dict[tuple[str, str], str]) -> str:
 
 
 @require_safe
+@heavy
 def search_page(request: HttpRequest) -> HttpResponse:
     """Results of a search across every session, or only one (`session=`), with filters."""
     error = ""

@@ -23,7 +23,8 @@ from ...selectors.usage import Totals, usage_by_day, usage_by_model, usage_by_pr
 from ...selectors.usage.sessions import session_usage, session_usage_parts
 from ...services.archive import archive_enabled, archive_size
 from ...templatetags.project_labels import label_twins, project_label
-from ..sessions import session_or_404
+from ..heavy import heavy
+from ..sessions import bounded_int, session_or_404
 from .charts import turn_chart, usage_context
 
 COLUMNS = (
@@ -197,6 +198,7 @@ def usage_csv(request: HttpRequest) -> HttpResponseBase:
 
 
 @require_safe
+@heavy
 def session_usage_csv(request: HttpRequest, session_id: uuid.UUID) -> HttpResponseBase:
     """`/sessions/<id>/usage.csv`: the whole session's usage, each row saying where it belongs.
 
@@ -212,10 +214,14 @@ def session_usage_csv(request: HttpRequest, session_id: uuid.UUID) -> HttpRespon
 
 
 @require_safe
+@heavy
 def session_usage_turns(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
-    """`/sessions/<id>/usage-turns/`: the transcript's "Usage per turn" panel, its chart and
-    a row per turn, fetched when the panel is opened (not on every page of the session)."""
+    """`/sessions/<id>/usage-turns/[?from=N]`: the transcript's "Usage per turn" panel, its
+    chart and a row per turn, TURNS_PAGE turns from turn N with links to the pages before
+    and after, fetched when the panel is opened (not on every page of the session)."""
     session = session_or_404(session_id)
+    first = bounded_int(request.GET.get("from"), 1, low=1, high=max(1, session.turn_count))
     _total, models = session_usage(session)
-    context = {"session": session, "usage_turns": turn_chart(session), "usage_models": models}
+    chart = turn_chart(session, first)
+    context = {"session": session, "usage_turns": chart, "usage_models": models}
     return render(request, "sessions_app/transcript.html#usage-turns", context)

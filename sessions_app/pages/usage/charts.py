@@ -14,6 +14,9 @@ from ...selectors.usage import DayUsage, Totals, usage_by_day, usage_by_model
 from ...selectors.usage.sessions import turn_usage
 
 CHART_DAYS = 30
+# Turns one page of a session's "Usage per turn" panel shows (its chart and its rows): a
+# 25,000-turn session's whole table was 6.9 MB of HTML and 13 s.
+TURNS_PAGE = 200
 
 
 def day_chart(days: list[DayUsage], *, title: str) -> dict:
@@ -73,11 +76,21 @@ def usage_context(
     }
 
 
-def turn_chart(session: Session) -> dict | None:
-    """The per-turn chart of a session's active branch, with its rows."""
-    turns = turn_usage(session)
+def turn_chart(session: Session, first: int = 1) -> dict | None:
+    """The per-turn chart of TURNS_PAGE turns of a session's active branch from turn
+    `first`, with their rows and where the pages before and after it start; None when
+    the session has no usage per turn at all."""
+    last = min(first + TURNS_PAGE - 1, max(session.turn_count, first))
+    turns = turn_usage(session, first=first, last=last)
+    page = {
+        "turns": turns,
+        "first": first,
+        "last": last,
+        "previous": max(1, first - TURNS_PAGE) if first > 1 else None,
+        "next": last + 1 if last < session.turn_count else None,
+    }
     if not turns:
-        return None
+        return page if page["previous"] or page["next"] else None
     by_cost = all(t.priced for _, t in turns)
     kinds = ["cost"] if by_cost else ["input", "output", "cache write", "cache read"]
     bars = [
@@ -95,8 +108,6 @@ def turn_chart(session: Session) -> dict | None:
         for n, t in turns
     ]
     fmt = (lambda v: usd(v)) if by_cost else (lambda v: tokens_text(v))
-    return {
-        "svg": stacked_bars(bars, kinds, title="Usage per turn", fmt=fmt, height=140),
-        "legend": legend(kinds) if not by_cost else [],
-        "turns": turns,
-    }
+    page["svg"] = stacked_bars(bars, kinds, title="Usage per turn", fmt=fmt, height=140)
+    page["legend"] = legend(kinds) if not by_cost else []
+    return page

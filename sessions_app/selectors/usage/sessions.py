@@ -180,17 +180,22 @@ def _progress_agents(session: Session, lines: set[int]) -> dict[int, str]:
     return out
 
 
-def turn_usage(session: Session) -> list[tuple[int, Totals]]:
-    """Each turn of the active branch with its messages' totals, in turn order."""
+def turn_usage(
+    session: Session, *, first: int = 1, last: int | None = None
+) -> list[tuple[int, Totals]]:
+    """Each turn of the active branch (or of turns first..last) with its messages' totals,
+    in turn order."""
     record = Record._meta.db_table
     joins = f"JOIN {record} r ON r.session_id = u.session_id AND r.line = u.line"
     # The main conversation's messages: a subagent's, copied into progress records, are
     # the subagent's (session_usage_parts).
     where = "u.session_id = %s AND r.active AND r.turn IS NOT NULL AND r.kind = %s"
+    params: list[object] = [session.pk, ASSISTANT]
+    if first > 1 or last is not None:
+        where += " AND r.turn BETWEEN %s AND %s"
+        params += [first, last if last is not None else 2**31 - 1]
     turns: dict[int, Totals] = defaultdict(Totals)
-    for turn, model, day, long, counts in grouped_usage(
-        "r.turn", joins, where, [session.pk, ASSISTANT]
-    ):
+    for turn, model, day, long, counts in grouped_usage("r.turn", joins, where, params):
         turns[int(turn)].add(model, day, long, counts)
     return sorted(turns.items())
 

@@ -63,6 +63,19 @@ def page_records(
     return iter_with_data(session, rows.iterator(chunk_size=100))
 
 
+def active_records(session: Session, *, from_line: int, limit: int) -> list[RawRecord]:
+    """At most `limit` records of the active branch's turns from `from_line` on, in file
+    order, each with its parsed line: an export's window.
+
+    Read from `from_line` on the (session, line) index, so each window costs its own rows
+    however long the session is (no span of the whole branch looked up again each time).
+    """
+    rows = Record.objects.filter(
+        session=session, line__gte=from_line, active=True, turn__isnull=False
+    ).order_by("line")
+    return with_data(session, rows.values_list(*PAGE_COLUMNS, named=True)[:limit])
+
+
 def _turn_rows(session: Session, first_turn: int, last_turn: int, show_all: bool) -> QuerySet:
     rows = Record.objects.filter(session=session, turn__gte=first_turn, turn__lte=last_turn)
     if first_turn <= 1 and show_all:
