@@ -26,8 +26,24 @@ def _in_folder(session: Session, command: str) -> str:
     return f"cd {'-- ' if session.cwd.startswith('-') else ''}{folder} && {command}"
 
 
+# What stands for the command where there is none (`folder_unknown`).
+NO_COMMAND = (
+    "no command (the folder it ran in is not known, and its CLI resumes it only from there)"
+)
+
+
+def folder_unknown(session: Session) -> bool:
+    """Whether its CLI finds a session by the folder it ran in (one folder of sessions per
+    project: all but Codex), and that folder is unknown (an older Gemini CLI's hashed
+    project folder): a resume command from anywhere else would not find it."""
+    return not session.cwd and not session.agent_profile.sessions_root
+
+
 def resume_command(session: Session) -> str:
-    """`cd <cwd> && claude --resume <id>` (`qwen --resume <id>`, `codex resume <id>`), quoted."""
+    """`cd <cwd> && claude --resume <id>` (`qwen --resume <id>`, `codex resume <id>`), quoted;
+    "" when no command would find it (`folder_unknown`)."""
+    if folder_unknown(session):
+        return ""
     return _in_folder(session, _resume(session))
 
 

@@ -137,3 +137,23 @@ def test_restore_by_the_api_and_the_page(client, imported: Path, token: str) -> 
     (imported / WEBAPP).unlink()
     page = client.post(f"/sessions/{WEBAPP_ID}/restore/")
     assert page.status_code == 302 and (imported / WEBAPP).read_bytes() == raw
+
+
+@pytest.mark.parametrize("imported_again", [True, False])
+def test_a_removed_session_offers_no_rewind_and_says_why(
+    client, imported: Path, imported_again: bool
+) -> None:
+    before = client.get(f"/sessions/{WEBAPP_ID}/").content.decode()
+    assert "Rewind to here" in before and 'id="rewind-refusal"' not in before
+    if imported_again:
+        _remove(imported)
+    else:  # gone since the last import: the page looks at the disk, not at the index alone
+        (imported / WEBAPP).unlink()
+
+    page = client.get(f"/sessions/{WEBAPP_ID}/").content.decode()
+
+    assert "Rewind to here" not in page and "A backup session keeps" not in page
+    assert 'id="undo-rewind"' not in page
+    refusal = page.split('id="rewind-refusal"', 1)[1].split("</p>", 1)[0]
+    assert "no file to rewind" in refusal and "Restore it to disk first" in refusal
+    assert "Branch from here" in page  # what can be done still is

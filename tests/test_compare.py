@@ -194,3 +194,20 @@ def test_two_unrelated_sessions_share_no_history(client, imported: Path) -> None
         reverse("sessions:compare", args=[a.session_id, b.session_id])
     ).content.decode()
     assert "These two sessions share no history" in html and "from turn 0" not in html
+
+
+def test_sessions_outside_git_are_told_so_in_words(tmp_path: Path, client: Client) -> None:
+    from .test_worktrees import claude_session
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    root = tmp_path / "claude-projects"
+    a, b = claude_session(root, plain), claude_session(root, plain)
+
+    page = client.get(f"/sessions/{a.session_id}/compare/{b.session_id}/").content.decode()
+
+    section = re.search(r'<section class="compare-git".*?</section>', page, re.S)
+    assert section, page
+    assert f"{plain} is not in a git repository" in section.group(0)
+    assert "fatal" not in section.group(0) and "rev-parse" not in section.group(0)
+    assert "unpriced" not in section.group(0)  # information, not an error in red

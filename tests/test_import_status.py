@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,32 @@ def test_the_search_phase_says_what_it_waits_for(client, tmp_path: Path) -> None
     else:  # PostgreSQL finds a text as soon as it is stored
         assert "Search is catching up, so some results may be missing yet" in html
         assert client.get("/import-status.json").json()["words_waiting"] == 0
+
+
+def test_the_home_page_says_the_import_runs_while_nothing_is_listed_yet(client) -> None:
+    ImportTracker().begin([])  # the files are being looked for: none counted yet
+    html = client.get("/").content.decode()
+    assert "Your sessions are being imported" in html
+    assert "No sessions found" not in html and "BRANCHBOARD_ROOTS" not in html
+    banner = client.get("/import-status/", **HX).content.decode()
+    assert "Looking for your session files" in banner and "0 of 0 files" not in banner
+
+
+def test_a_pass_is_running_before_its_roots_are_looked_through(tmp_path: Path) -> None:
+    """On a fresh data folder, looking through the roots is the first import's first
+    second: the pages see the import running from its start, not "no sessions"."""
+    _sessions(tmp_path, 1)
+    seen: list[bool] = []
+
+    def roots() -> Iterator[Path]:
+        progress = import_progress()
+        seen.append(progress is not None and progress.running)
+        yield tmp_path
+
+    sessions_import(roots=roots(), tracker=ImportTracker())
+    assert seen == [True]
+
+
+def test_the_home_page_before_any_import_says_none_has_run(client) -> None:
+    html = client.get("/").content.decode()
+    assert "No import has run yet" in html and "No sessions found" not in html

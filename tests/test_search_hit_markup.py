@@ -21,7 +21,7 @@ TEMPLATE_LINE = Template(
     '<span class="hit-link">{% endif %}<span class="badge">{{ hit.part_label }}</span>'
     '{% if in_subagent or hit.sidechain %} <span class="meta">subagent</span>'
     '{% elif hit.turn %} <span class="meta">turn {{ hit.turn }}</span>'
-    '{% elif not hit.active %} <span class="meta">abandoned branch</span>{% endif %}\n'
+    '{% elif hit.abandoned %} <span class="meta">abandoned branch</span>{% endif %}\n'
     '        <span class="snippet">{% for piece, marked in hit.pieces %}{% if marked %}'
     "<mark>{{ piece }}</mark>{% else %}{{ piece }}{% endif %}{% endfor %}</span>"
     "{% if hit.url %}</a>{% else %}</span>{% endif %}{% if hit.also_in %} "

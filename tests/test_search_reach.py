@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,10 @@ from django.test import Client
 
 from sessions_app.models import Session
 from sessions_app.selectors.search import SearchQuery, search
+from sessions_app.services.importing import sessions_import
 from sessions_app.services.searching import search_refresh
 
+from .factories import jsonl, one_turn
 from .facts import FORKS_TREE
 
 DEMO = "fe5e1c67-53e7-4862-81ae-d0e013e3270b"  # inline sidechains (Claude Code 1.0)
@@ -78,3 +81,22 @@ def test_a_subagent_hit_is_labelled_subagent_and_every_link_opens(
     assert hit and "subagent" in hit.group(0) and "abandoned branch" not in hit.group(0)
     for href in re.findall(r'href="(/sessions/[^"]+)"', group):
         assert client.get(html.unescape(href).split("#")[0]).status_code == 200, href
+
+
+def test_a_title_hit_is_no_abandoned_branch(tmp_path: Path, client: Client, db: None) -> None:
+    """Claude Code's `custom-title` record hangs off no record: it is the session's title,
+    found without asking for abandoned branches, and labelled as what it is."""
+    sid = str(uuid.uuid4())
+    title = {"type": "custom-title", "customTitle": "zorblatt refactor", "sessionId": sid}
+    folder = tmp_path / "-work-titled"
+    folder.mkdir()
+    (folder / f"{sid}.jsonl").write_bytes(jsonl([title, *one_turn(sid, "hello", "hi")]))
+    sessions_import(roots=[tmp_path])
+    assert not search_refresh().errors
+    page = client.get("/search/", {"q": "zorblatt"}).content.decode()
+    hit = re.search(r'<li class="hit">.*?</li>', page, re.S)
+    assert hit and '<span class="badge">title</span>' in hit.group(0), page
+    assert "abandoned branch" not in hit.group(0), hit.group(0)
+    link = re.search(r'href="([^"]+)"', hit.group(0))
+    assert link and "leaf=" not in link.group(1)
+    assert client.get(html.unescape(link.group(1)).split("#")[0]).status_code == 200

@@ -225,3 +225,13 @@ def test_exports_hold_subagents_diffs_todo_lists_and_images(root: Path, client) 
     sample = _session(root, LOG_SAMPLE)
     assert "[image: image/png" in _export(client, sample, "md")
     assert 'src="data:image/png;base64,' in _export(client, sample, "html")
+
+
+def test_the_markdown_diff_header_names_the_file_as_git_does(root: Path, client) -> None:
+    """`a/home/…`, as `git diff` writes an absolute path, never `a//home/…`."""
+    md = _export(client, _session(root, MANIFEST), "md")
+    headers = re.findall(r"```diff\n--- (\S+)\n\+\+\+ (\S+)\n", md)
+    assert headers
+    for old, new in headers:
+        assert old.startswith("a/") and new.startswith("b/") and old[2:] == new[2:]
+        assert not old.startswith("a//") and not new.startswith("b//"), (old, new)

@@ -186,6 +186,16 @@ class Session(models.Model):
         return not self.namespace or is_namespace(self.namespace)
 
     @property
+    def dated_by_making(self) -> bool:
+        """Whether the lists date it by when it was made (`ACTIVITY`): a fork made after its
+        last record, whose copied records carry its source's times."""
+        return (
+            self.parent_id is not None
+            and self.made_at is not None
+            and (self.updated_at is None or self.made_at > self.updated_at)
+        )
+
+    @property
     def agent_profile(self) -> Agent:
         """What this session's CLI does its own way (rewinds, resume command ...)."""
         return agent_for(self.agent)

@@ -22,7 +22,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from ..models import Project, Session
 from ..permissions import can_manage_worktrees, can_run, require_write
 from ..refusals import status_of
-from ..resume import resume_command
+from ..resume import NO_COMMAND, resume_command
 from ..services.archive.restoring import session_restore
 from ..services.audit import PAGE, actor_of_request, audit_record
 from ..services.branching import (
@@ -100,9 +100,9 @@ def fork(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     new, plan = forked.session, forked.plan
     forked.audit(actor_of_request(request, origin=PAGE), source=session, turn=asked.turn)
     where = f" in the new worktree {plan.path} (branch {plan.branch})" if plan else ""
+    resume = resume_command(new) or NO_COMMAND
     messages.success(
-        request,
-        f"Created “{new.title}” ({new.session_id}){where}. Resume it with: {resume_command(new)}",
+        request, f"Created “{new.title}” ({new.session_id}){where}. Resume it with: {resume}"
     )
     if forked.restored is not None:
         messages.info(request, forked.restored.describe())

@@ -21,6 +21,7 @@ from ..formats import AGENT_LABELS
 from ..models import Project
 from ..permissions import can_manage_worktrees, can_write
 from ..selectors.checkpoints import project_checkpoints
+from ..selectors.importing import import_progress
 from ..selectors.lists import hub_namespaces, namespaces_of
 from ..selectors.lists.paging import SessionPage, cursor_text, offset_page, parse_cursor, seek_page
 from ..selectors.worktrees import grouped_with_worktrees, project_worktrees, worktree_badge
@@ -185,6 +186,8 @@ def project_list(request: HtmxHttpRequest) -> HttpResponse:
         **hub,
         "recent": selectors.recent_sessions(namespaces=namespaces)[:RECENT_ON_HOME],
         "projects": projects,
+        # Nothing listed yet: whether an import is under way, or has never run, says why.
+        "import_progress": import_progress() if not projects and not query else None,
         "query": query,
         "live_since": _live_since(),
         "poll_url": _poll_url(request, stamp, (p.last_activity for p in projects)),

@@ -160,7 +160,8 @@ def lineage(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
 @require_safe
 @heavy
 def export(request: HttpRequest, session_id: uuid.UUID, fmt: str) -> HttpResponseBase:
-    """Download a session: its JSONL byte for byte, Markdown, or one HTML page."""
+    """Download a session: its file byte for byte (JSONL, or a JSON document), Markdown,
+    or one HTML page."""
     session = session_or_404(session_id)
     name = f"{session.session_id}"
     if fmt == "jsonl":
@@ -171,7 +172,9 @@ def export(request: HttpRequest, session_id: uuid.UUID, fmt: str) -> HttpRespons
         except (OSError, UnsafePath):
             # A link or a FIFO planted in a root, or a corrupted archive, is never served.
             raise Http404("the session file is gone") from None
-        return FileResponse(f, as_attachment=True, filename=f"{name}.jsonl")
+        # The file under its own suffix: an older Gemini CLI's one-document `.json` too.
+        suffix = "json" if session.path.endswith(".json") else "jsonl"
+        return FileResponse(f, as_attachment=True, filename=f"{name}.{suffix}")
     response: StreamingHttpResponse
     if fmt == "md":
         response = StreamingHttpResponse(

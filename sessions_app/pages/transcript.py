@@ -21,7 +21,7 @@ from ..selectors.usage.sessions import session_usage
 from ..selectors.worktrees import file_backups_kept, worktree_possible
 from ..services.archive.health import archive_damage
 from ..services.archive.versions import earlier_versions
-from ..services.branching import branching_refusal
+from ..services.branching import branching_refusal, rewind_refusal
 from ..services.runs import run_refresh
 from ..transcript import PAGE_LIMITS, Page, build_page
 from .sessions import LEAF_RE, HtmxHttpRequest, bounded_int, session_or_404
@@ -82,6 +82,10 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         "can_rewind": session.agent_profile.can_rewind
         and not is_document(session.agent_profile.documents, Path(session.path)),
     }
+    if context["can_rewind"]:
+        # A removed file (only the archive holds it) is not rewound: say why, offer no button.
+        context["rewind_refusal"] = rewind_refusal(session)
+        context["can_rewind"] = not context["rewind_refusal"]
     # No run panel for a CLI that cannot be carried on from here (its door refuses too).
     runnable = not cannot_branch and session.agent_profile.run_args is not None
     if can_run(request.user) and not branch and runnable and not session.namespace:

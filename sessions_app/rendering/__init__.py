@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .code import HIGHLIGHT_LIMIT, code_html
     from .diffs import DIFF_CHAR_LIMIT, DIFF_LINE_LIMIT, diff_html
     from .markdown import MARKDOWN_LIMIT, markdown_html, sanitize
-    from .text import split_numbered_lines, split_reminders, strip_ansi, truncate
+    from .text import first_words, split_numbered_lines, split_reminders, strip_ansi, truncate
 
 # Loaded on first use, not with the package: a command that imports one module of it
 # (the lineage's boxes) does not pay for markdown-it, Pygments and nh3 at start-up.
@@ -33,7 +33,7 @@ _HOMES = {
     "code": ("HIGHLIGHT_LIMIT", "code_html"),
     "diffs": ("DIFF_CHAR_LIMIT", "DIFF_LINE_LIMIT", "diff_html"),
     "markdown": ("MARKDOWN_LIMIT", "markdown_html", "sanitize"),
-    "text": ("split_numbered_lines", "split_reminders", "strip_ansi", "truncate"),
+    "text": ("first_words", "split_numbered_lines", "split_reminders", "strip_ansi", "truncate"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
@@ -55,6 +55,7 @@ __all__ = [
     "chips_text",
     "code_html",
     "diff_html",
+    "first_words",
     "markdown_html",
     "sanitize",
     "split_numbered_lines",

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.utils.text import Truncator
+
 ANSI_RE = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor movement, erase
     r"|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC, DCS, SOS, PM, APC: up to BEL or ST
@@ -18,6 +20,10 @@ ANSI_RE = re.compile(
 CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 but \t \n \r; DEL; C1
 SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
 NUMBERED_RE = re.compile(r" *(\d{1,9})(?:→|\t)")
+# Markdown's marks a one-line preview drops: emphasis (an underscore inside a word stays),
+# code ticks, headings, quotes, a link's target (its words stay).
+MARKDOWN_MARKS_RE = re.compile(r"[*`#>~]+|(?<!\w)_+|_+(?!\w)|\]\([^)\n]*\)|[\[\]]")
+PREVIEW_CHARS = 90
 REMINDER_OPEN, REMINDER_CLOSE = "<system-reminder>", "</system-reminder>"
 
 
@@ -106,3 +112,11 @@ def truncate(text: str, limit: int) -> tuple[str, bool]:
     # A newline at index `limit` still leaves whole lines within the limit.
     cut = text.rfind("\n", limit * 4 // 5, limit + 1)
     return text[: cut if cut >= 0 else limit], True
+
+
+def first_words(text: str, chars: int = PREVIEW_CHARS) -> str:
+    """The start of Markdown text on one line, its marks dropped, cut at a word with "…":
+    what a collapsed row shows of what it holds."""
+    # Only the start is read: a long text costs no more than a short one.
+    words = " ".join(MARKDOWN_MARKS_RE.sub("", strip_ansi(text[: chars * 4])).split())
+    return Truncator(words).chars(chars)

@@ -13,7 +13,7 @@ from ..formats import agent_for
 from ..formats.worktrees import MARKER, is_stale, worktree_of
 from ..models import Project, Session
 from ..services import git
-from ..services.git import BranchDiff, Changes, GitError, age_days, read_marker
+from ..services.git import BranchDiff, Changes, GitError, NotARepository, age_days, read_marker
 
 
 def worktree_possible(session: Session) -> bool:
@@ -134,11 +134,20 @@ def grouped_with_worktrees(projects: Iterable[Project]) -> list[Project]:
     return out
 
 
-def worktrees_diff(a: Session, b: Session) -> BranchDiff | str | None:
+@dataclass(frozen=True)
+class NotInGit:
+    """Why there are no branches to compare: a session's folder is in no git repository."""
+
+    message: str
+    not_in_git: bool = True
+
+
+def worktrees_diff(a: Session, b: Session) -> BranchDiff | NotInGit | str | None:
     """The real `git diff` between the branches two sessions' working trees have checked out.
 
     None unless both ran in git working trees of the same repository, on two different
-    branches, that are still on this machine; a string says why git could not answer.
+    branches, that are still on this machine; `NotInGit` when a folder is in no
+    repository; a string says why git could not answer.
     """
     folders = [Path(s.cwd) for s in (a, b) if s.cwd and os.path.isdir(s.cwd)]
     if len(folders) != 2:
@@ -150,5 +159,7 @@ def worktrees_diff(a: Session, b: Session) -> BranchDiff | str | None:
         if not left or not right or left == right:
             return None
         return git.branch_diff(folders[0], left, right)
+    except NotARepository as exc:
+        return NotInGit(f"{exc}: there are no branches to compare.")
     except GitError as exc:
         return str(exc)

@@ -81,8 +81,15 @@ def toplevel(folder: Path) -> Path:
 
 
 def common_dir(folder: Path) -> Path:
-    """The repository's shared git folder (the main working tree's `.git`)."""
-    out = git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=folder).stdout
+    """The repository's shared git folder (the main working tree's `.git`); NotARepository
+    when `folder` lies in none."""
+    try:
+        out = git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=folder).stdout
+    except GitError as exc:
+        # git's own words (LC_ALL=C, `_env`): a folder outside git is a fact, not a failure.
+        if "not a git repository" in str(exc):
+            raise NotARepository(f"{folder} is not in a git repository") from None
+        raise
     return Path(out.strip())
 
 

@@ -33,6 +33,21 @@ class ImportTracker:
         self._fields: dict[str, object] = {}
         self._written_at = 0.0
 
+    def starting(self) -> None:
+        """A pass over every file starts: running while its files are looked for (a first
+        import's second or more, when the pages had nothing to say but "no sessions")."""
+        self._write(
+            force=True,
+            phase=ImportStatus.RECORDS,
+            started_at=timezone.now(),
+            files_total=0,
+            files_done=0,
+            bytes_total=0,
+            bytes_done=0,
+            catch_up_total=0,
+            catch_up_done=0,
+        )
+
     def begin(self, files: Sequence[SessionFile]) -> None:
         """A pass starts over these files (sizes as they are now)."""
         total = 0

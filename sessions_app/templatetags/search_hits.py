@@ -41,7 +41,7 @@ def hit_item(hit: Hit, in_subagent: bool) -> SafeString:
         where = ' <span class="meta">subagent</span>'
     elif hit.turn:
         where = f' <span class="meta">turn {hit.turn}</span>'
-    elif not hit.active:
+    elif hit.abandoned:
         where = ' <span class="meta">abandoned branch</span>'
     also = ""
     if hit.also_in:

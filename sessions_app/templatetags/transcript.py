@@ -37,6 +37,12 @@ def plain(text: str | None) -> str:
 
 
 @register.filter
+def first_words(text: str | None) -> str:
+    """The start of Markdown text on one line, for a collapsed row's summary."""
+    return _rendering().first_words(text or "")
+
+
+@register.filter
 def with_chips(text: str | None) -> SafeString:
     """User text: prose escaped with its line breaks, the CLIs' markup as labelled chips."""
     return _rendering().with_chips_html(text or "")

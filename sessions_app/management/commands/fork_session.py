@@ -8,6 +8,7 @@ import orjson
 from django.core.management.base import BaseCommand, CommandParser
 
 from sessions_app.management.refusing import JSON_HELP, refuse
+from sessions_app.resume import NO_COMMAND
 from sessions_app.terminal import shown
 
 
@@ -106,7 +107,7 @@ class Command(BaseCommand):
             self.stdout.write(shown(said))
         if forked.restored is not None:
             self.stdout.write(shown(forked.restored.describe(limit=None)))
-        self.stdout.write(shown(f"resume: {info['resume_command']}"))
+        self.stdout.write(shown(f"resume: {info['resume_command'] or NO_COMMAND}"))
         if before:
             prompt = shown(info["prompt"], lines=True)
             self.stdout.write(f"\nprompt of turn {turn}, to edit and send:\n{prompt}")

@@ -8,6 +8,7 @@ import orjson
 from django.core.management.base import BaseCommand, CommandParser
 
 from sessions_app.management.refusing import JSON_HELP, refuse
+from sessions_app.resume import NO_COMMAND
 from sessions_app.selectors import session_summary
 from sessions_app.services.archive.restoring import session_restore
 from sessions_app.services.audit import actor_of_command, audit_record
@@ -48,4 +49,4 @@ class Command(BaseCommand):
             self.stdout.write(shown(f"restored: {path}"))
         for problem in written.problems:
             self.stderr.write(shown(f"not restored: {problem}"))
-        self.stdout.write(shown(f"resume: {info['resume_command']}"))
+        self.stdout.write(shown(f"resume: {info['resume_command'] or NO_COMMAND}"))

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.template.defaultfilters import pluralize
 
 from sessions_app.management.refusing import JSON_HELP, refuse
+from sessions_app.resume import NO_COMMAND
 from sessions_app.terminal import shown
 
 
@@ -70,4 +71,5 @@ class Command(BaseCommand):
         )
         if backup:
             self.stdout.write(f"backup: session {backup} keeps the old history")
-        self.stdout.write(shown(f"resume: {info['resume_command']}"))  # the cwd: escaped
+        resume = info["resume_command"] or NO_COMMAND
+        self.stdout.write(shown(f"resume: {resume}"))  # the cwd: escaped

@@ -25,7 +25,7 @@ from markdown_it import MarkdownIt
 
 from ... import selectors
 from ...models import Session
-from ...rendering import MARKDOWN_LIMIT, chips_text, split_reminders
+from ...rendering import MARKDOWN_LIMIT, chips_text, split_reminders, strip_ansi
 from ...services.archive.health import archive_damage
 from ...transcript import ToolCall, Turn, build_turns
 from .items import diff_text, image_note, todo_text, with_subagents
@@ -241,7 +241,7 @@ def _call_markdown(call: ToolCall) -> Iterator[str]:
         yield f"{_fenced(call.code, call.code_language)}\n\n"
     if call.result:
         body, reminders = split_reminders(call.result)
-        yield f"{_fenced(body)}\n\n"
+        yield f"{_fenced(strip_ansi(body))}\n\n"  # as the transcript shows it
         if reminders:
             yield f"{_inert(chips_text(reminders))}\n\n"
     for image in call.images:

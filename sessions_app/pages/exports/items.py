@@ -19,9 +19,11 @@ TODO_MARKS = {"completed": "[x]", "in_progress": "[~]"}
 
 def diff_text(path: str, old: str, new: str) -> str:
     """The edit as a unified diff (cut at `DIFF_LINES` lines)."""
+    # `a/home/x`, as `git diff` names an absolute path: never `a//home/x`.
+    name = path.lstrip("/")
     lines = list(
         difflib.unified_diff(
-            old.splitlines(), new.splitlines(), f"a/{path}", f"b/{path}", lineterm="", n=2
+            old.splitlines(), new.splitlines(), f"a/{name}", f"b/{name}", lineterm="", n=2
         )
     )
     if len(lines) > DIFF_LINES:

@@ -98,10 +98,10 @@ def _hit_params(session: Session, hit: Hit, turn: int | None, deep: bool, hl: st
         params.append(f"after={turn - 1}")
         anchor = f"#turn-{turn}"
     elif not hit.active:
-        leaf = _abandoned_leaf(session, hit.line)
+        leaf = _abandoned_leaf(session, hit.line) if hit.abandoned else ""
         if leaf:
             params.append(urlencode({"leaf": leaf}))
-        # Its turn-less records are shown among all records only.
+        # Its turn-less records (and a title's) are shown among all records only.
         params.append("all=1")
     params.append(hl)
     return f"?{'&'.join(params)}{anchor}"

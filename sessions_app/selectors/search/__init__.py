@@ -88,6 +88,12 @@ class Hit:
         return PART_LABELS.get(self.part, self.part)
 
     @property
+    def abandoned(self) -> bool:
+        """Whether it lies on a branch an in-CLI rewind left: a title or summary record is
+        the session's, on no branch, though it is never on the active one either."""
+        return not self.active and not self.sidechain and self.kind not in (TITLE, SUMMARY)
+
+    @property
     def pieces(self) -> list[tuple[str, bool]]:
         """The snippet cut at its marks: (text, marked) pieces, for a template to escape."""
         out, at = [], 0

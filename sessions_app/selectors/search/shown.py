@@ -9,6 +9,7 @@ from django.db import connection
 from ...formats.markup import tags_removed
 from ...formats.search_text import snippet
 from ...models import Record, SearchText
+from ...rendering import strip_ansi
 
 if TYPE_CHECKING:
     from . import Hit
@@ -35,8 +36,9 @@ def fill_snippets(seen: dict[int, Hit], ids: list[int], terms: list[str], window
         for text_id, part, around, cut_before, cut_after in cursor.fetchall():
             hit = seen[text_id]
             hit.part = part
-            # The CLI's markup tags are no words of anyone's: not in the snippet.
-            piece, spans = snippet(tags_removed(around), terms)
+            # The CLI's markup tags are no words of anyone's, nor a terminal's escapes (the
+            # transcript strips them too): not in the snippet.
+            piece, spans = snippet(tags_removed(strip_ansi(around)), terms)
             if cut_before and not piece.startswith("…"):
                 piece, spans = "…" + piece, [(s + 1, e + 1) for s, e in spans]
             if cut_after and not piece.endswith("…"):

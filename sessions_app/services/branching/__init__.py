@@ -52,6 +52,7 @@ from .guards import (
     check_readable,
     check_turn,
     check_unchanged,
+    rewind_refusal,
 )
 from .registering import reindex
 from .rewinding import rewind, undo
@@ -74,6 +75,7 @@ __all__ = [
     "branching_refusal",
     "check_can_branch",
     "refusing_on_stale",
+    "rewind_refusal",
     "session_fork",
     "session_lookup",
     "session_rewind",

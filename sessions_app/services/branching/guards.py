@@ -141,15 +141,25 @@ def archived_only(session: Session) -> bool:
     return not os.path.lexists(session.path) and archive_covers(session)
 
 
+def _removed(session: Session) -> str:
+    removed = session.file_removed_at
+    when = f" on {removed:%Y-%m-%d}" if removed else ""
+    return (
+        f"the file of session {session.session_id} was removed{when}: there is no file "
+        "to rewind. Restore it to disk first, or branch or fork it (that writes a new file)"
+    )
+
+
 def check_on_disk(session: Session) -> None:
     """A rewind changes the file itself: refused for a session only the archive holds."""
     if archived_only(session):
-        removed = session.file_removed_at
-        when = f" on {removed:%Y-%m-%d}" if removed else ""
-        raise SourceChanged(
-            f"the file of session {session.session_id} was removed{when}: there is no file "
-            "to rewind. Restore it to disk first, or branch or fork it (that writes a new file)"
-        )
+        raise SourceChanged(_removed(session))
+
+
+def rewind_refusal(session: Session) -> str:
+    """Why a page offers no rewind of `session`: its file is not on disk (removed, perhaps
+    since the last import); "" when a rewind may be tried."""
+    return "" if os.path.lexists(session.path) else _removed(session)
 
 
 def own_write(st: os.stat_result) -> dict:

@@ -76,6 +76,8 @@ def sessions_import(
     scanned: list[Path] = []  # roots looked through whole, where a file missing is gone
     left_out = LeftOut()
     named = None if paths is None else sorted({Path(p) for p in paths})
+    if tracker is not None and named is None:
+        tracker.starting()  # looking through every root takes a while: shown as running
     for root in roots:
         try:
             if named is None:
