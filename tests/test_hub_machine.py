@@ -629,10 +629,13 @@ class HubAndLaptop(RuleBasedStateMachine):
     @precondition(lambda self: hasattr(self, "hub"))
     @invariant()
     def hub_index_is_a_fresh_import(self) -> None:
-        base = str(namespace_folder(NS)) + os.sep
-        index = {p: f for p, f in index_facts().items() if p.startswith(base)}
-        named = Session.objects.filter(namespace=NS).values_list("path", flat=True)
-        assert set(named) == set(index), "a session of the namespace outside its folder"
+        hub = str(namespace_folder(NS).parent) + os.sep
+        index = {p: f for p, f in index_facts().items() if p.startswith(hub)}
+        for namespace in (NS, OTHER):
+            base = str(namespace_folder(namespace)) + os.sep
+            named = Session.objects.filter(namespace=namespace).values_list("path", flat=True)
+            held = {p for p in index if p.startswith(base)}
+            assert set(named) == held, f"a session of {namespace} outside its folder"
         for path in HubFile.objects.values_list("path", flat=True):
             assert hub_path_normal(path) == path, f"{path!r} recorded as spelled, not as one path"
         assert index == fresh_import_facts(hub_roots())
