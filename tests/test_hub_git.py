@@ -166,3 +166,19 @@ def test_the_worktree_badge_of_a_pushed_session_says_nothing_of_the_hubs_disk(
         badge = html[html.index('class="badge worktree"') :].split("</span>")[0]
         assert "removed" not in badge, badge
     assert Project.objects.filter(namespace=BOB).count() == 2
+
+
+def test_a_pushed_worktree_project_is_not_listed_under_the_hubs_own_repository() -> None:
+    """The projects list puts an agent worktree's project under its repository's, by their
+    folders: only when both are of one machine (a folder's name says nothing of another's)."""
+    from sessions_app.selectors.worktrees import grouped_with_worktrees
+
+    def project(pk: int, path: str, namespace: str = "") -> Project:
+        return Project(pk=pk, agent="claude", folder=f"/p{pk}", path=path, namespace=namespace)
+
+    main = project(1, "/srv/hub-config")
+    other = project(2, "/srv/elsewhere")
+    pushed = project(3, f"/srv/hub-config/.claude/worktrees/{SLUG}", BOB)
+    own = project(4, "/srv/hub-config/.claude/worktrees/agent-fed9876")
+    listed = grouped_with_worktrees([main, other, pushed, own])
+    assert [p.pk for p in listed] == [1, 4, 2, 3]
