@@ -197,6 +197,7 @@ class HubAndLaptop(RuleBasedStateMachine):
     url: str
     token: str
     other_token: str
+    other_pushes = 0  # the other user's pushes that ran, over the whole test (reported)
 
     @initialize(pushed=st.booleans())
     def start(self, pushed: bool) -> None:
@@ -571,6 +572,7 @@ class HubAndLaptop(RuleBasedStateMachine):
             os.environ["HOME"] = home
             _close(hub)
         assert report.problems == [], report.problems
+        HubAndLaptop.other_pushes += 1
         theirs = namespace_folder(OTHER)
         for inside, data in files.items():
             assert (theirs / inside).read_bytes() == data, f"{inside}: bob's push not held"
@@ -673,3 +675,5 @@ def test_any_sequence_of_pushes_keeps_the_hub_true(
                 suppress_health_check=list(HealthCheck),
             ),
         )
+    # Seen with `-rP`: how often the other user's rule pushed, so a run shows it was exercised.
+    print(f"the other user pushed under the laptop's ids {HubAndLaptop.other_pushes} times")
