@@ -12,12 +12,20 @@ line break, a name the disk cannot hold, a path below a file, a chunk at an offs
 the hub holds nothing of, another spelling of a path), each refused with nothing
 written, or answered as its one spelling.
 
+And another user's desktop (a second namespace, his own token) pushing files that reuse
+the laptop's ids: a subagent transcript under one of its session ids, and a copy of one
+of its sessions under the same id, with the same record uuids and message ids but his
+words and huge token counts.
+
 After every push: the hub holds each of the laptop's files byte for byte (but those of a
 project BRANCHBOARD_HUB_EXCLUDE names), and for a deleted one the version it last held
 before the deletion; after a push cut off, each file on the hub is the version it held or
-a start of the laptop's file. Always: the hub's index of the namespace equals a fresh
-import of the hub's folder (records, turns, active leaf, each turn's prompt, every row's
-offset), and no file of the excluded project (nor one made from it) is on the hub.
+a start of the laptop's file. After the other user's push: what each of the laptop's
+sessions shows (its subagents, its Markdown export) and costs is what it was. Always: the
+hub's index of the namespace equals a fresh import of the hub's folder (records, turns,
+active leaf, each turn's prompt, every row's offset), no file of the excluded project (nor
+one made from it) is on the hub, and nothing of the namespace is keyed to the other's (a
+subagent, a parent, a search text, the first count of a message).
 
     BRANCHBOARD_PROPERTY_EXAMPLES=100 BRANCHBOARD_PROPERTY_STEPS=20 \
         .venv/bin/python -m pytest tests/test_hub_machine.py -p no:randomly -q
@@ -49,15 +57,20 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from sessions_app import selectors
 from sessions_app.models import (
     ApiToken,
     AuditEntry,
     HubFile,
     HubNamespace,
     Project,
+    SearchText,
     Session,
     SkippedFile,
+    Usage,
 )
+from sessions_app.pages.exports import markdown_chunks
+from sessions_app.selectors.usage.sessions import session_usage, session_usage_parts
 from sessions_app.services.branching import (
     BranchError,
     session_fork,
@@ -83,6 +96,8 @@ else:
 pytestmark = pytest.mark.django_db(transaction=True)
 
 NS = "alice@laptop"
+OTHER = "bob@desktop"  # another user's machine, pushing files that reuse the laptop's ids
+WORDS = "BOBPUSHEDWORDS"
 # (fixture path, path under the laptop's home)
 SESSIONS = [
     (
@@ -135,6 +150,31 @@ STEPS = int(os.environ.get("BRANCHBOARD_PROPERTY_STEPS", "12"))
 CHUNK = 48 << 10
 
 
+def _theirs(raw: bytes) -> bytes:
+    """A file's lines as another user rewrote them: every id kept (uuids, message ids,
+    session ids), every text his words, every token count a hundred million."""
+
+    def rewritten(value: object, key: str = "") -> object:
+        if isinstance(value, dict):
+            return {k: rewritten(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [rewritten(v, key) for v in value]
+        if isinstance(value, str) and key in ("text", "content", "display"):
+            return f"{WORDS} {len(value)}"
+        if isinstance(value, int) and not isinstance(value, bool) and "token" in key.lower():
+            return 100_000_000
+        return value
+
+    out = []
+    for line in raw.splitlines():
+        try:
+            data = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue  # a half-written line
+        out.append(orjson.dumps(rewritten(data)) + b"\n")
+    return b"".join(out)
+
+
 class Cut(HubError):
     """The connection dropped (the test's own)."""
 
@@ -169,9 +209,12 @@ class HubAndLaptop(RuleBasedStateMachine):
     """The laptop's home, the hub's folder, and what the hub should hold of each file."""
 
     home: Path
+    other_home: Path
     data: Path
     url: str
     token: str
+    other_token: str
+    other_pushes = 0  # the other user's pushes that ran, over the whole test (reported)
 
     @initialize(pushed=st.booleans())
     def start(self, pushed: bool) -> None:
@@ -181,7 +224,7 @@ class HubAndLaptop(RuleBasedStateMachine):
         HubNamespace.objects.all().delete()
         SkippedFile.objects.all().delete()
         AuditEntry.objects.all().delete()
-        for folder in (self.home, self.data):
+        for folder in (self.home, self.other_home, self.data):
             shutil.rmtree(folder, ignore_errors=True)
         self.data.mkdir(mode=0o700)
         for fixture, inside in SESSIONS:
@@ -521,6 +564,61 @@ class HubAndLaptop(RuleBasedStateMachine):
         assert after == before, f"a refused {kind} request changed the hub's files"
         assert sorted(HubFile.objects.values_list("path", "size")) == records
 
+    # Another user
+
+    @rule(pick=st.integers(0, 100), agent_pick=st.integers(0, 100))
+    def other_user_pushes_under_its_ids(self, pick: int, agent_pick: int) -> None:
+        """Bob pushes a copy of one of the laptop's sessions under its id (its uuids and
+        message ids, his words and token counts), and for a Claude Code session a subagent
+        transcript under its id (one of its subagents' agent ids when it has some): what
+        the laptop's sessions show and cost is what it was."""
+        pushed = {s.path: s for s in Session.objects.listed().filter(namespace=NS)}
+        if not pushed:
+            return
+        source = pushed[self._in_order(list(pushed))[pick % len(pushed)]]
+        raw = Path(source.path).read_bytes()
+        files = {Path(source.path).relative_to(namespace_folder(NS)).as_posix(): _theirs(raw)}
+        if source.agent == "claude":
+            agents = sorted(selectors.subagents_of(source))
+            agent = agents[agent_pick % len(agents)] if agents else f"a{agent_pick:016x}"
+            inside = f".claude/projects/-home-bob-elsewhere/{source.session_id}/subagents"
+            files[f"{inside}/agent-{agent}.jsonl"] = _theirs(raw)
+        for inside, data in files.items():
+            (self.other_home / inside).parent.mkdir(parents=True, exist_ok=True)
+            (self.other_home / inside).write_bytes(data)
+        before = self._namespace_view()
+        home = os.environ["HOME"]
+        os.environ["HOME"] = str(self.other_home)
+        hub = Hub(Login(self.url, OTHER, self.other_token))
+        try:
+            with override_settings(SESSION_ROOTS=[self.other_home / root for root in ROOTS]):
+                report = push(hub)
+        finally:
+            os.environ["HOME"] = home
+            _close(hub)
+        assert report.problems == [], report.problems
+        HubAndLaptop.other_pushes += 1
+        theirs = namespace_folder(OTHER)
+        for inside, data in files.items():
+            assert (theirs / inside).read_bytes() == data, f"{inside}: bob's push not held"
+        assert self._namespace_view() == before, "bob's push changed the laptop's sessions"
+
+    def _namespace_view(self) -> dict[str, tuple]:
+        """What each of the laptop's sessions on the hub shows and costs: its subagents, its
+        Markdown export, its usage in total, per model and per part."""
+        view = {}
+        for session in Session.objects.listed().filter(namespace=NS).order_by("path"):
+            total, per_model = session_usage(session)
+            subs = selectors.subagents_of(session)
+            view[session.path] = (
+                sorted((agent, sub.path, sub.record_count) for agent, sub in subs.items()),
+                (total.tokens, total.cost, total.messages),
+                sorted((model, t.tokens, t.cost) for model, t in per_model.items()),
+                [(p.part, p.turn, p.totals.tokens) for p in session_usage_parts(session)],
+                "".join(markdown_chunks(session)),
+            )
+        return view
+
     # What stays true
 
     def _hub_bytes(self, inside: str) -> bytes | None:
@@ -547,11 +645,32 @@ class HubAndLaptop(RuleBasedStateMachine):
 
     @precondition(lambda self: hasattr(self, "hub"))
     @invariant()
+    def namespace_keeps_to_itself(self) -> None:
+        """Nothing of the laptop's namespace is keyed to another's: its sessions' subagents
+        and parents, its records' search texts, and the one count of each of its messages."""
+        mine = Session.objects.filter(namespace=NS)
+        for session in mine.filter(is_subagent=False):
+            for sub in selectors.subagents_of(session).values():
+                assert sub.namespace == NS, f"{sub.path} shown as a subagent of {session.ref}"
+        assert not mine.filter(parent__isnull=False).exclude(parent__namespace=NS).exists()
+        assert not mine.filter(parent__is_subagent=True).exists(), "a subagent taken for a parent"
+        texts = SearchText.objects.filter(record__session__namespace=NS)
+        assert not texts.exclude(namespace=NS).exists(), "a record linked to another's text"
+        assert not texts.filter(text__contains=WORDS).exists(), "bob's words in the laptop's"
+        usage = Usage.objects.filter(session__namespace=NS)
+        counted = set(usage.filter(copy=False).values_list("key", flat=True))
+        assert set(usage.values_list("key", flat=True)) <= counted, "a message counted nowhere"
+
+    @precondition(lambda self: hasattr(self, "hub"))
+    @invariant()
     def hub_index_is_a_fresh_import(self) -> None:
-        base = str(namespace_folder(NS)) + os.sep
-        index = {p: f for p, f in index_facts().items() if p.startswith(base)}
-        named = Session.objects.filter(namespace=NS).values_list("path", flat=True)
-        assert set(named) == set(index), "a session of the namespace outside its folder"
+        hub = str(namespace_folder(NS).parent) + os.sep
+        index = {p: f for p, f in index_facts().items() if p.startswith(hub)}
+        for namespace in (NS, OTHER):
+            base = str(namespace_folder(namespace)) + os.sep
+            named = Session.objects.filter(namespace=namespace).values_list("path", flat=True)
+            held = {p for p in index if p.startswith(base)}
+            assert set(named) == held, f"a session of {namespace} outside its folder"
         for path in HubFile.objects.values_list("path", flat=True):
             assert hub_path_normal(path) == path, f"{path!r} recorded as spelled, not as one path"
         assert index == fresh_import_facts(hub_roots())
@@ -562,6 +681,7 @@ def test_any_sequence_of_pushes_keeps_the_hub_true(
 ) -> None:
     user = _user("alice", "push_sessions")
     _, key = ApiToken.issue(name="laptop", user=user)
+    _, other_key = ApiToken.issue(name="desktop", user=_user("bob", "push_sessions"))
     home = Path(tempfile.mkdtemp(prefix="laptop-", dir=tmp_path))
     monkeypatch.setenv("HOME", str(home))
     for variable in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
@@ -572,6 +692,8 @@ def test_any_sequence_of_pushes_keeps_the_hub_true(
     settings.HUB_PROJECTS = ["*"]
     settings.HUB_EXCLUDE = [EXCLUDED]
     HubAndLaptop.home = home
+    HubAndLaptop.other_home = Path(tempfile.mkdtemp(prefix="desktop-", dir=tmp_path))
+    HubAndLaptop.other_token = other_key
     HubAndLaptop.data = settings.DATA_DIR
     HubAndLaptop.url = live_server.url
     HubAndLaptop.token = key
@@ -586,3 +708,5 @@ def test_any_sequence_of_pushes_keeps_the_hub_true(
                 suppress_health_check=list(HealthCheck),
             ),
         )
+    # Seen with `-rP`: how often the other user's rule pushed, so a run shows it was exercised.
+    print(f"the other user pushed under the laptop's ids {HubAndLaptop.other_pushes} times")

@@ -89,10 +89,13 @@ def test_the_search_pass_finds_a_copied_records_text_through_the_uuid_index() ->
 
     held = SearchText.objects.create(uuid="u-1", part="prompt", text="hello")
     SearchText.objects.create(uuid="", part="title", text="a title")
+    # Another machine's record with the same uuid on a hub: a text of its own namespace.
+    theirs = SearchText.objects.create(namespace="bob@desktop", uuid="u-1", part="prompt", text="x")
+    assert _texts_by_uuid("bob@desktop", ["u-1"]) == {"u-1": theirs.pk}
     with CaptureQueriesContext(connection) as queries:
-        assert _texts_by_uuid(["u-1", "u-2", "u-1"]) == {"u-1": held.pk}
+        assert _texts_by_uuid("", ["u-1", "u-2", "u-1"]) == {"u-1": held.pk}
     (query,) = queries.captured_queries
     sql = query["sql"]
     params = re.findall(r"'([^']*)'", sql.split(" IN ")[1].split(")")[0])
     found = plan(re.sub(r"IN \([^)]*\)", "IN (%s, %s)", sql, count=1), params)
-    assert "unique_search_text_uuid" in found, found
+    assert "unique_search_text_namespace_uuid" in found, found

@@ -18,8 +18,14 @@ from django.db.models import Q
 
 
 class SearchText(models.Model):
-    """One record's searchable text; `uuid` is the record's, "" for records without one."""
+    """One record's searchable text; `uuid` is the record's, "" for records without one.
 
+    A text is shared by uuid within its namespace only (the sessions' `namespace`): on a
+    hub, another machine's record with the same uuid is another record, with its own text.
+    """
+
+    # Its records' namespace ("" on this machine's own disk; `user@machine` on a hub).
+    namespace = models.CharField(max_length=130, blank=True, default="")
     uuid = models.CharField(max_length=64, blank=True)
     part = models.CharField(max_length=16)  # formats.search_text: prompt, reply, output ...
     text = models.TextField()
@@ -27,7 +33,9 @@ class SearchText(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["uuid"], condition=~Q(uuid=""), name="unique_search_text_uuid"
+                fields=["namespace", "uuid"],
+                condition=~Q(uuid=""),
+                name="unique_search_text_namespace_uuid",
             )
         ]
 

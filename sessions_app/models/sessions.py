@@ -57,6 +57,13 @@ class SessionQuerySet(models.QuerySet["Session"]):
         """Sessions a person picks from: subagent transcripts belong to their parents."""
         return self.filter(is_subagent=False)
 
+    def subagents_of(self, session: Session) -> SessionQuerySet:
+        """The subagent transcripts of `session`, by its namespace and id: on a hub another
+        machine's file under the same id is that machine's, never this session's."""
+        return self.filter(
+            is_subagent=True, namespace=session.namespace, owner_session_id=session.session_id
+        )
+
 
 class Session(models.Model):
     """One session file and what its import found."""

@@ -188,6 +188,10 @@ def worktree_remove(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         raise PermissionDenied("You may not remove git worktrees.")
     project = get_object_or_404(Project, pk=pk)
     back = reverse("sessions:project_detail", args=[project.pk]) + "#worktrees"
+    if project.namespace:
+        # Its path is text a machine pushed: the hub runs no git there, whatever it names.
+        messages.error(request, f"{project.namespace}'s worktrees are removed on that machine")
+        return redirect(back)
     try:
         # Only a worktree this project lists, by the full path the list shows.
         removal = remove_worktree(

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_safe
 from ..models import Session
 from ..pricing import bundled_source
 from ..selectors.compare import compare
-from ..selectors.worktrees import worktrees_diff
+from ..selectors.worktrees import git_elsewhere, worktrees_diff
 from ..services.reading.branches import Branch, abandoned_branch
 from ..session_refs import REF_RE
 from .sessions import LEAF_RE, session_or_404
@@ -40,8 +40,14 @@ def compare_page(request: HttpRequest, session_id: uuid.UUID, other_id: uuid.UUI
     if a.pk == b.pk and branch_a == branch_b:
         raise Http404("pick two different branches")
     cmp = compare(a, b, branch_a, branch_b)
-    git_diff = worktrees_diff(a, b) if a.pk != b.pk else None
-    context = {"cmp": cmp, "git_diff": git_diff, "price_source": bundled_source()}
+    elsewhere = list(dict.fromkeys(m for m in (git_elsewhere(a), git_elsewhere(b)) if m))
+    git_diff = worktrees_diff(a, b) if a.pk != b.pk and not elsewhere else None
+    context = {
+        "cmp": cmp,
+        "git_diff": git_diff,
+        "git_elsewhere": elsewhere,
+        "price_source": bundled_source(),
+    }
     return render(request, "sessions_app/compare.html", context)
 
 

@@ -24,7 +24,12 @@ from ..selectors.checkpoints import project_checkpoints
 from ..selectors.importing import import_progress
 from ..selectors.lists import hub_namespaces, namespaces_of
 from ..selectors.lists.paging import SessionPage, cursor_text, offset_page, parse_cursor, seek_page
-from ..selectors.worktrees import grouped_with_worktrees, project_worktrees, worktree_badge
+from ..selectors.worktrees import (
+    git_elsewhere,
+    grouped_with_worktrees,
+    project_worktrees,
+    worktree_badge,
+)
 from ..services.branching import branching_refusal
 from .search import BadSearch, hub_choices, hub_filters
 from .sessions import HtmxHttpRequest
@@ -240,6 +245,8 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "can_write": can_write(request.user) and not branching_refusal(project.agent),
         "can_worktree": can_manage_worktrees(request.user),
         "worktrees": [] if request.htmx else project_worktrees(project),
+        # Pushed from another machine: its folder's git is there, never looked at here.
+        "git_elsewhere": git_elsewhere(project),
         "checkpoints": ([], 0) if request.htmx else project_checkpoints(project),
         **({} if request.htmx else usage_context(project)),
         "live_since": _live_since(),

@@ -52,7 +52,8 @@ def _panel(
         "run": run,
         "run_error": error,
         "modes": MODES.values(),
-        "run_here": bool(session.cwd) and os.path.isdir(session.cwd),
+        # A pushed session's folder is another machine's: the hub's disk is not looked at.
+        "run_here": not session.namespace and bool(session.cwd) and os.path.isdir(session.cwd),
         "sent": sent or {},
     }
     if request.htmx:

@@ -23,7 +23,7 @@ def lineage_of(session: Session) -> tuple[Box, dict[int, Session]]:
 
 def subagents_of(session: Session) -> dict[str, Session]:
     """The session's subagent transcripts by agent id (from `agent-<id>.jsonl`)."""
-    subs = Session.objects.filter(is_subagent=True, owner_session_id=session.session_id)
+    subs = Session.objects.subagents_of(session)
     out = {}
     for sub in subs.only("id", "path", "agent_name", "record_count", "session_id"):
         out[agent_id_of(sub)] = sub

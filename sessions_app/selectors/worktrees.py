@@ -1,4 +1,9 @@
-"""What the pages show about git worktrees: whether a fork can get one, and a project's panel."""
+"""What the pages show about git worktrees: whether a fork can get one, and a project's panel.
+
+A session or project pushed to a hub (`namespace` set) ran on another machine: its cwd is
+text from there. Nothing here runs git in it or looks at the hub's disk there, whatever
+folder of the hub the text happens to name (the pages say git is not available instead).
+"""
 
 from __future__ import annotations
 
@@ -21,9 +26,15 @@ def worktree_possible(session: Session) -> bool:
     folder is on this machine and not itself an agent worktree (git decides the rest)."""
     folder = agent_for(session.agent).worktree_folder
     cwd = session.cwd
-    return bool(
-        folder and cwd and os.path.isabs(cwd) and os.path.isdir(cwd) and worktree_of(cwd) is None
-    )
+    if session.namespace or not (folder and cwd and os.path.isabs(cwd)):
+        return False
+    return os.path.isdir(cwd) and worktree_of(cwd) is None
+
+
+def git_elsewhere(pushed: Session | Project) -> str:
+    """The machine whose disk holds a session's (or project's) folder when it is not this one
+    (pushed to a hub): git information about it is not available here. "" for this machine's."""
+    return pushed.namespace.partition("@")[2] or pushed.namespace
 
 
 def file_backups_kept(session: Session) -> bool:
@@ -51,9 +62,9 @@ class WorktreeRow:
 
 def project_worktrees(project: Project) -> list[WorktreeRow]:
     """The linked worktrees of the repository the project's folder is in ([] when none, or
-    the repository is not on this machine)."""
+    the repository is not on this machine, or the project was pushed from another machine)."""
     top = project.path
-    if not top or not os.path.isdir(top):
+    if project.namespace or not top or not os.path.isdir(top):
         return []
     try:
         entries = git.worktrees(Path(top))
@@ -63,9 +74,10 @@ def project_worktrees(project: Project) -> list[WorktreeRow]:
 
 
 def _ran_in(path: Path) -> list[Session]:
-    """The listed sessions whose folder is `path` or lies below it (at most 20)."""
+    """This machine's listed sessions whose folder is `path` or lies below it (at most 20):
+    a pushed session naming the same folder ran on its own machine, not in this worktree."""
     inside = Q(cwd=str(path)) | Q(cwd__startswith=str(path).rstrip("/") + "/")
-    found = Session.objects.listed().filter(inside).order_by("-updated_at")
+    found = Session.objects.listed().filter(inside, namespace="").order_by("-updated_at")
     return list(found.only("session_id", "title", "cwd")[:20])
 
 
@@ -103,7 +115,7 @@ class WorktreeBadge:
 
     slug: str
     path: str
-    exists: bool
+    exists: bool | None  # None: not known here (a pushed session's folder is on its machine)
 
 
 def worktree_badge(session: Session) -> WorktreeBadge | None:
@@ -111,18 +123,22 @@ def worktree_badge(session: Session) -> WorktreeBadge | None:
     place = worktree_of(session.cwd) if session.cwd else None
     if place is None:
         return None
+    if session.namespace:
+        return WorktreeBadge(place.slug, place.path, None)
     return WorktreeBadge(place.slug, place.path, os.path.isdir(place.path))
 
 
 def grouped_with_worktrees(projects: Iterable[Project]) -> list[Project]:
     """The projects in order, each agent worktree's project moved right after its main
-    repository's (when that is listed too) and given `worktree` (a `WorktreePlace`)."""
+    repository's (when that is listed too, from the same machine) and given `worktree` (a
+    `WorktreePlace`)."""
     listed = list(projects)
-    by_path = {(p.agent, p.path.rstrip("/")): p for p in listed if p.path}
+    by_path = {(p.namespace, p.agent, p.path.rstrip("/")): p for p in listed if p.path}
     under: dict[int, list[Project]] = {}
     for project in listed:
         project.worktree = worktree_of(project.path) if project.path else None
-        main = by_path.get((project.agent, project.worktree.top)) if project.worktree else None
+        top = project.worktree.top if project.worktree else None
+        main = by_path.get((project.namespace, project.agent, top)) if top else None
         if main is not None and main is not project:
             under.setdefault(main.pk, []).append(project)
     moved = {p.pk for group in under.values() for p in group}
@@ -146,9 +162,12 @@ def worktrees_diff(a: Session, b: Session) -> BranchDiff | NotInGit | str | None
     """The real `git diff` between the branches two sessions' working trees have checked out.
 
     None unless both ran in git working trees of the same repository, on two different
-    branches, that are still on this machine; `NotInGit` when a folder is in no
-    repository; a string says why git could not answer.
+    branches, that are still on this machine (never for a session pushed from another:
+    `git_elsewhere`); `NotInGit` when a folder is in no repository; a string says why git
+    could not answer.
     """
+    if git_elsewhere(a) or git_elsewhere(b):
+        return None
     folders = [Path(s.cwd) for s in (a, b) if s.cwd and os.path.isdir(s.cwd)]
     if len(folders) != 2:
         return None

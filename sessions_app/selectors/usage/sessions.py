@@ -38,7 +38,7 @@ def _session_sums(session: Session) -> list[tuple[str, date | None, bool, tuple[
     (and of whether a message's hour-long cache writes exceed its cache writes, so that
     the cost's `min` of the two stays exact). With subagents, each message once by key.
     """
-    subs = Session.objects.filter(is_subagent=True, owner_session_id=session.session_id)
+    subs = Session.objects.subagents_of(session)
     if subs.exists():
         return _summed(_whole_session(session, labels=False).values())
     odd = "u.cache_write_1h_tokens > u.cache_write_tokens"
@@ -116,7 +116,7 @@ def _whole_session(session: Session, *, labels: bool) -> dict[str, _Message]:
     has no file of its own is named by the agent id its record gives.
     """
     found: dict[str, _Message] = {}
-    subs = Session.objects.filter(is_subagent=True, owner_session_id=session.session_id)
+    subs = Session.objects.subagents_of(session)
     agent_ids = {sub.pk: agent_id_of(sub) for sub in subs.only("id", "path")}
     rows = Usage.objects.filter(session_id__in=list(agent_ids)).order_by("session_id", "line")
     for pk, key, model, at, *counts in rows.values_list(

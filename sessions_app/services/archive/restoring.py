@@ -49,9 +49,7 @@ def session_restore(*, session: Session) -> Restored:
         )
     written = Restored()
     written.append(_restore_file(session))
-    subagents = Session.objects.filter(
-        is_subagent=True, owner_session_id=session.session_id, project=session.project
-    )
+    subagents = Session.objects.subagents_of(session).filter(project=session.project)
     for sub in subagents.order_by("path"):
         if os.path.lexists(sub.path):
             continue

@@ -27,6 +27,7 @@ from django.db.models.functions import Coalesce
 
 from ...models import Project, Session
 from ..discovery import RootError, SessionFile, discover
+from ..hub.namespaces import namespace_of
 from ..progress import ImportTracker
 from ..roots import UnsafePath, open_regular
 from ..searching import words_kick
@@ -270,7 +271,8 @@ def _failure_report(source: SessionFile, exc: Exception, report: ImportReport) -
         report.errors.append(f"{path}: cannot read ({exc.strerror}); nothing changed")
     elif isinstance(exc, IntegrityError):
         other = (
-            Session.objects.filter(session_id=source.session_id, is_subagent=False)
+            Session.objects.listed()
+            .filter(session_id=source.session_id, namespace=namespace_of(source.root))
             .exclude(path=str(path))
             .first()
             if source.session_id

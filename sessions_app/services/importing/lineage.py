@@ -15,7 +15,8 @@ def cli_branches_link(unlinked: list[tuple[int, str, int | None, datetime | None
     for pk, parent_id, copied_turns, made in unlinked:
         namespace = Session.objects.filter(pk=pk).values_list("namespace", flat=True).first()
         parent = (
-            Session.objects.filter(session_id=parent_id, namespace=namespace or "")
+            Session.objects.listed()
+            .filter(session_id=parent_id, namespace=namespace or "")
             .exclude(pk=pk)
             .first()
         )

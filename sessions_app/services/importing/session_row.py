@@ -229,7 +229,8 @@ def _write(
     elif reader.forked_from and session.parent_id is None and not session.kind:
         # A branch made inside the CLI (`/branch`) says where it came from.
         parent_id = _uuid_or_none(reader.forked_from)
-        same = Session.objects.filter(namespace=session.namespace)
+        # Its namespace's sessions, never a subagent's row (which carries its owner's id).
+        same = Session.objects.listed().filter(namespace=session.namespace)
         parent = same.filter(session_id=parent_id).first() if parent_id else None
         if parent is not None and parent.pk != session.pk:
             session.parent = parent

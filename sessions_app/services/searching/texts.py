@@ -1,10 +1,11 @@
 """Search texts stored and linked to their records, from the import's read or the search pass's.
 
-A record whose uuid already has a text (the same record copied into a fork) is linked
-to it; any other gets a text of its own, stored once per uuid, and once per title in a
-session (the CLIs write a session's title again and again). SQLite: the words of the
-texts stored go into FTS5 afterwards, behind the import (`words`); PostgreSQL: their
-pieces are cut behind it too (`pieces_filling`).
+A record whose uuid already has a text in its namespace (the same record copied into a
+fork) is linked to it; any other gets a text of its own, stored once per uuid and
+namespace (on a hub, another machine's record with the same uuid may say anything), and
+once per title in a session (the CLIs write a session's title again and again). SQLite:
+the words of the texts stored go into FTS5 afterwards, behind the import (`words`);
+PostgreSQL: their pieces are cut behind it too (`pieces_filling`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ...models import Record, SearchChunk, SearchText, Session
 from ...models.search import CHUNK_OVERLAP, CHUNK_STEP, SearchChunkWaiting
 from .words import behind
 
-# Texts stored per INSERT statement: 4 parameters each, under SQLite's limit of 32,766.
+# Texts stored per INSERT statement: 5 parameters each, under SQLite's limit of 32,766.
 INSERT_ROWS = 2_000
 # PostgreSQL: the pieces (SearchChunk) of the texts of `new` (id, folded), cut from the
 # folded copy the database made: Python's `lower` is not PostgreSQL's for every character.
@@ -34,7 +35,7 @@ class TextLinks:
 
     def __init__(self, session: Session, uuids: list[str]) -> None:
         self.session = session
-        self.known = _texts_by_uuid(uuids)
+        self.known = _texts_by_uuid(session.namespace, uuids)
         self.links: list[tuple[int, int]] = []  # (text id, line)
         self.new: list[tuple[str, str, str]] = []  # (uuid, part, text)
         self.new_lines: list[list[int]] = []  # the lines holding each new text
@@ -72,11 +73,13 @@ class TextLinks:
         """Store the new texts; every (text id, line) of the records given."""
         ids = _new_ids(len(self.new))
         if self.new:
-            _texts_insert([(i, *values) for i, values in zip(ids, self.new, strict=True)])
+            namespace = self.session.namespace
+            rows = [(i, namespace, *values) for i, values in zip(ids, self.new, strict=True)]
+            _texts_insert(rows)
             if connection.vendor == "postgresql":
-                # Another import (a hub taking the same session from two machines at once)
-                # may have stored a uuid's text first: its text is the one linked.
-                held = _texts_by_uuid([values[0] for values in self.new])
+                # Another import (a machine's push racing its watcher's) may have stored a
+                # uuid's text first: its text is the one linked.
+                held = _texts_by_uuid(namespace, [values[0] for values in self.new])
                 ids = [held.get(values[0], i) for i, values in zip(ids, self.new, strict=True)]
         for i, lines in zip(ids, self.new_lines, strict=True):
             self.links.extend((i, line) for line in lines)
@@ -87,7 +90,7 @@ class TextLinks:
         return sum(len(values[2]) for values in self.new)
 
 
-def _texts_insert(rows: list[tuple[int, str, str, str]]) -> None:
+def _texts_insert(rows: list[tuple[int, str, str, str, str]]) -> None:
     """Store the texts, many rows per statement.
 
     One statement for many rows, not one per row: fewer round trips, and one
@@ -95,11 +98,11 @@ def _texts_insert(rows: list[tuple[int, str, str, str]]) -> None:
     filled behind, the text queued for the thread that cuts them (`pieces_filling`).
     """
     table = SearchText._meta.db_table
-    insert = f"INSERT INTO {table} (id, uuid, part, text) VALUES {{marks}}"  # noqa: S608
+    insert = f"INSERT INTO {table} (id, namespace, uuid, part, text) VALUES {{marks}}"  # noqa: S608
     if connection.vendor == "postgresql":
         # A uuid's text stored meanwhile by another transaction is left as it is (`store`
         # links to it).
-        insert += " ON CONFLICT (uuid) WHERE NOT (uuid = '') DO NOTHING"
+        insert += " ON CONFLICT (namespace, uuid) WHERE NOT (uuid = '') DO NOTHING"
         if behind():
             insert = (
                 f"WITH new AS ({insert} RETURNING id) "  # noqa: S608
@@ -110,7 +113,7 @@ def _texts_insert(rows: list[tuple[int, str, str, str]]) -> None:
     with connection.cursor() as cursor:
         for start in range(0, len(rows), INSERT_ROWS):
             chunk = rows[start : start + INSERT_ROWS]
-            marks = ", ".join(["(%s, %s, %s, %s)"] * len(chunk))
+            marks = ", ".join(["(%s, %s, %s, %s, %s)"] * len(chunk))
             cursor.execute(insert.format(marks=marks), [value for row in chunk for value in row])
 
 
@@ -122,7 +125,8 @@ def _title_held(session: Session, title: str) -> int | None:
     return held.values_list("search_text", flat=True).first()
 
 
-def _texts_by_uuid(uuids: list[str]) -> dict[str, int]:
+def _texts_by_uuid(namespace: str, uuids: list[str]) -> dict[str, int]:
+    """The texts of these uuids in `namespace`, by uuid."""
     found: dict[str, int] = {}
     unique = sorted({u for u in uuids if u})
     table = SearchText._meta.db_table
@@ -133,8 +137,9 @@ def _texts_by_uuid(uuids: list[str]) -> dict[str, int]:
             marks = ", ".join(["%s"] * len(chunk))
             # The partial unique index's condition, word for word, or SQLite scans them all.
             cursor.execute(
-                f"SELECT uuid, id FROM {table} WHERE uuid IN ({marks}) AND NOT (uuid = '')",  # noqa: S608
-                chunk,
+                f"SELECT uuid, id FROM {table} "  # noqa: S608
+                f"WHERE namespace = %s AND uuid IN ({marks}) AND NOT (uuid = '')",
+                [namespace, *chunk],
             )
             found.update(cursor.fetchall())
     return found

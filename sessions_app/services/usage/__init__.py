@@ -97,14 +97,15 @@ def usage_refresh(
 def usage_forget(session: Session) -> None:
     """The session is read again from the start: its usage is counted again.
 
-    A message it held first, which another session holds too, now counts there.
+    A message it held first, which another session of its namespace holds too, now
+    counts there.
     """
     owned = list(Usage.objects.filter(session=session, copy=False).values_list("key", flat=True))
     Usage.objects.filter(session=session).delete()
     for start in range(0, len(owned), 500):
         chunk = owned[start : start + 500]
         firsts = (
-            Usage.objects.filter(key__in=chunk, copy=True)
+            Usage.objects.filter(key__in=chunk, copy=True, session__namespace=session.namespace)
             .values("key")
             .annotate(first=Min("id"))
             .values_list("first", flat=True)
@@ -195,19 +196,22 @@ def usage_store(session: Session, found: dict[str, tuple[int, Stamp, MessageUsag
     elsewhere: set[str] = set()
     keys = sorted(found)
     columns = (
-        "input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, "
-        "cache_write_1h_tokens, reasoning_tokens"
+        "u.input_tokens, u.output_tokens, u.cache_write_tokens, u.cache_read_tokens, "
+        "u.cache_write_1h_tokens, u.reasoning_tokens"
     )
-    # Raw, one query for both: what this session holds, and which keys another holds (a
-    # fork's copies). It runs for every file the import reads, where the ORM's two cost
-    # more than the rows they find.
+    # Raw, one query for both: what this session holds, and which keys another session of
+    # its namespace holds (a fork's copies; on a hub, another machine's message under the
+    # same key is no copy of this one). It runs for every file the import reads, where
+    # the ORM's two cost more than the rows they find.
+    sessions = Session._meta.db_table
     with connection.cursor() as cursor:
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             cursor.execute(
-                f'SELECT "key", session_id, {columns} FROM {table} '  # noqa: S608
-                f'WHERE "key" IN ({", ".join(["%s"] * len(chunk))})',
-                chunk,
+                f'SELECT u."key", u.session_id, {columns} FROM {table} u '  # noqa: S608
+                f"JOIN {sessions} s ON s.id = u.session_id "
+                f'WHERE u."key" IN ({", ".join(["%s"] * len(chunk))}) AND s.namespace = %s',
+                [*chunk, session.namespace],
             )
             for row in cursor.fetchall():
                 if row[1] == session.pk:

@@ -75,6 +75,13 @@ class WorktreeFork:
 def worktree_plan(session: Session, slug: str | None = None) -> WorktreePlan:
     """What a fork of `session` into a new worktree would do; refusals raised, nothing written."""
     check_can_branch(session)
+    if session.namespace:
+        # Its cwd names a folder of the machine that pushed it: text, never a place the
+        # hub runs git in (a repository of the hub's own disk may have the same path).
+        raise WorktreeRefused(
+            f"a fork into a worktree is made on the machine that holds the repository "
+            f"({session.namespace}); on the hub, fork beside the session"
+        )
     try:
         return plan_worktree(session, slug)
     except GitError as exc:
@@ -215,11 +222,6 @@ def fork_where_asked(
     if asked.leaf is not None:
         raise WorktreeRefused(
             "a branch brought back goes on beside its source; fork it into a worktree after"
-        )
-    if session.namespace:
-        raise WorktreeRefused(
-            f"a fork into a worktree is made on the machine that holds the repository "
-            f"({session.namespace}); on the hub, fork beside the session"
         )
     made = worktree_fork(
         session=session,

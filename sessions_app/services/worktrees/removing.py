@@ -163,7 +163,9 @@ def _live_session(path: Path) -> Session | None:
     session_id = read_marker(path).get("session_id")
     if not isinstance(session_id, str):
         return None
-    session = Session.objects.filter(session_id=session_id).first() if session_id else None
+    # A worktree is this machine's: so is the session its marker names (never a pushed one).
+    found = Session.objects.listed().filter(session_id=session_id, namespace="")
+    session = found.first() if session_id else None
     if session is None:
         return None
     try:
