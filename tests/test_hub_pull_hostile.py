@@ -13,7 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-import tracemalloc
 import urllib.parse
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -533,23 +532,26 @@ def test_a_file_body_longer_than_its_size_needs_is_cut_off(
     assert fake_hub.acknowledged == []
 
 
+# The peak RSS of this process (VmHWM: ru_maxrss would keep the parent's from the fork).
 RECEIVE = """
-import hashlib, os, resource, sys
+import re, sys
 import django
 django.setup()
 from sessions_app.services.hub.pulling import _receive
+def peak():
+    return int(re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read())[1]) << 10
 packed, size, sha256 = open(sys.argv[1], "rb").read(), int(sys.argv[2]), sys.argv[3]
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = peak()
 with open(sys.argv[4], "wb") as out:
     _receive([packed[i : i + (1 << 20)] for i in range(0, len(packed), 1 << 20)], out, size, sha256)
-print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024 / size)
+print((peak() - base) / size)
 """
 
 
 def test_a_long_line_is_checked_where_it_lies_not_copied(tmp_path: Path) -> None:
     """A line spanning blocks is held once while it is checked: the pull's memory is the
-    line and what its check makes of it, not copies of it (a peak RSS, in a process of
-    its own: the line is 48 MB)."""
+    line and what its JSON check makes of it (orjson: twice the line), not a copy more
+    (a peak RSS, in a process of its own: the line is 48 MB; 4 times it before)."""
     line = _line("z" * (48 << 20))
     (tmp_path / "line.zst").write_bytes(zstd.compress(line))
     env = {**os.environ, "BRANCHBOARD_DATA_DIR": str(tmp_path / "data")}
@@ -575,4 +577,4 @@ def test_a_long_line_is_checked_where_it_lies_not_copied(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "out.jsonl").read_bytes() == line
     times = float(done.stdout.split()[-1])
-    assert times < 2.5, f"the pull held {times:.1f} times the line"
+    assert times < 3.5, f"the pull held {times:.1f} times the line"
