@@ -1,8 +1,12 @@
 """Benchmark: what a hub can make `manage.py pull_sessions` spend (peak RSS, time, output).
 
 Two cases, each `pull_sessions` run as a subprocess on a fresh SQLite data folder against
-a fake hub on loopback (a thread of this process), its peak RSS the child's ru_maxrss
-(from wait4), beside the same command when the hub offers nothing:
+a fake hub on loopback (a thread of this process), beside the same command when the hub
+offers nothing. Its peak RSS is the child's VmHWM, read from /proc/<pid>/status every
+10 ms until it exits (the high-water mark only grows; the last reading is its peak). Not
+ru_maxrss from wait4: Linux carries the parent's high-water mark into a child it spawns
+(`exec` keeps the larger of the two), so a bench that holds a big file in memory reads
+its own size there. The file is made by a process of its own for the same reason.
 
 - hostile: the `pulls` answer is `--answer-mb` MB of JSON (generated as it is sent, never
   whole here): a list of files whose paths the machine refuses, so each would be one
@@ -165,6 +169,18 @@ class FakeHub:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
+def high_water(pid: int) -> int:
+    """The process's peak RSS so far (kB), 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def run(env: dict[str, str]) -> tuple[float, float, int, str]:
     """Wall seconds, peak RSS (MB), bytes printed and the last line of one `pull_sessions`."""
     started = time.perf_counter()
@@ -175,17 +191,34 @@ def run(env: dict[str, str]) -> tuple[float, float, int, str]:
         stderr=subprocess.STDOUT,
     )
     assert child.stdout is not None
+    peak = 0
+
+    def watch() -> None:
+        nonlocal peak
+        while child.poll() is None:
+            peak = max(peak, high_water(child.pid))
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
     printed, last = 0, b""
     while block := child.stdout.read(1 << 20):  # counted, not kept
         printed += len(block)
         last = (last + block)[-4096:]
-    _, _, usage = os.wait4(child.pid, 0)
+    child.wait()
+    watcher.join()
     took = time.perf_counter() - started
     lines = last.decode(errors="replace").strip().splitlines()
-    return took, usage.ru_maxrss / 1024, printed, lines[-1][:160] if lines else ""
+    return took, peak / 1024, printed, lines[-1][:160] if lines else ""
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--make"]:  # the file, made by a process of its own
+        raw = Path(sys.argv[2])
+        size, sha256 = session_file(raw, int(sys.argv[3]), int(sys.argv[4]))
+        compress(raw, raw.with_suffix(".jsonl.zst"))
+        print(size, sha256)
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--answer-mb", type=int, default=300, help="the hostile answer (MB)")
     parser.add_argument("--mb", type=int, default=63, help="the pulled file's size (MB)")
@@ -214,8 +247,13 @@ def main() -> None:
             rows.append((f"pulls answer of {args.answer_mb} MB JSON", *run(env)))
         if args.only in (None, "file"):
             raw, packed = work / "session.jsonl", work / "session.jsonl.zst"
-            size, sha256 = session_file(raw, args.mb, args.line_kb)
-            compress(raw, packed)
+            made = subprocess.run(
+                [sys.executable, __file__, "--make", str(raw), str(args.mb), str(args.line_kb)],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.split()
+            size, sha256 = int(made[0]), made[1]
             hub.mode, hub.file = "file", (packed, size, sha256)
             rows.append((f"a file of {size / 1e6:.0f} MB, lines of {args.line_kb} KB", *run(env)))
             pulled = home / ".claude" / "projects" / "-home-dev-big" / f"{SESSION}.jsonl"
