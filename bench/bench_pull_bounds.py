@@ -110,6 +110,7 @@ class FakeHub:
     def __init__(self) -> None:
         self.mode = "nothing"  # nothing, hostile, file
         self.answer_mb = 0
+        self.length = True  # the hostile answer says its Content-Length
         self.file: tuple[Path, int, str] | None = None  # packed, size, sha256
         hub = self
 
@@ -117,9 +118,12 @@ class FakeHub:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def _send(self, size: int, blocks: Iterator[bytes]) -> None:
+            def _send(self, size: int | None, blocks: Iterator[bytes]) -> None:
                 self.send_response(200)
-                self.send_header("Content-Length", str(size))
+                if size is None:
+                    self.send_header("Connection", "close")  # the body ends when it closes
+                else:
+                    self.send_header("Content-Length", str(size))
                 self.end_headers()
                 try:
                     for block in blocks:
@@ -135,7 +139,8 @@ class FakeHub:
                 url = urllib.parse.urlsplit(self.path)
                 if url.path == "/api/hub/pulls":
                     if hub.mode == "hostile":
-                        return self._send(*hostile_answer(hub.answer_mb))
+                        size, blocks = hostile_answer(hub.answer_mb)
+                        return self._send(size if hub.length else None, blocks)
                     if hub.mode == "file" and hub.file is not None:
                         _, size, sha256 = hub.file
                         files = [
@@ -245,6 +250,8 @@ def main() -> None:
         if args.only in (None, "hostile"):
             hub.mode, hub.answer_mb = "hostile", args.answer_mb
             rows.append((f"pulls answer of {args.answer_mb} MB JSON", *run(env)))
+            hub.length = False
+            rows.append(("the same, no Content-Length", *run(env)))
         if args.only in (None, "file"):
             raw, packed = work / "session.jsonl", work / "session.jsonl.zst"
             made = subprocess.run(
