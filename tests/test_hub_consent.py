@@ -180,3 +180,42 @@ def test_a_pull_writes_at_most_its_bytes(
     settings.PULL_MAX_BYTES = size
     _pull()
     assert made in _here(machine)
+
+
+def test_forks_made_before_the_record_take_their_maker_from_the_audit(transactional_db) -> None:
+    """Migration 0035: a fork the hub made before it knew its maker gets the user of the
+    audit entry that names it; one no entry names stays on the hub until accepted."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = [("sessions_app", "0034_archived_file_earlier_version")]
+    after = [("sessions_app", "0035_hub_fork_made_by")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    user = old.get_model("auth", "User").objects.create(username="alice")
+    project = old.get_model("sessions_app", "Project").objects.create(
+        agent="claude", folder="/hub/alice@laptop/p", root="/hub", namespace=NS
+    )
+    sessions = old.get_model("sessions_app", "Session")
+    made, unknown = (
+        sessions.objects.create(
+            project=project, namespace=NS, session_id=key, path=f"/hub/alice@laptop/p/{key}.jsonl"
+        )
+        for key in (
+            "a" * 8 + "-0000-4000-8000-" + "0" * 12,
+            "b" * 8 + "-0000-4000-8000-" + "0" * 12,
+        )
+    )
+    old.get_model("sessions_app", "AuditEntry").objects.create(
+        user=user, actor="alice", via="api", action="fork", result_session_id=made.session_id
+    )
+    try:
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        forks = executor.loader.project_state(after).apps.get_model("sessions_app", "HubFork")
+        assert forks.objects.get(session_id=made.pk).made_by_id == user.pk
+        assert not forks.objects.filter(session_id=unknown.pk).exists()
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
