@@ -223,6 +223,9 @@ if HUB_QUOTA_BYTES < 0 or HUB_STAGED_SECONDS < 0 or HUB_MAX_RATIO < 0:
 HUB_BODY_SECONDS = env_int("BRANCHBOARD_HUB_BODY_SECONDS", 120)
 # On a machine: the largest file a pull takes from a hub (bytes), by default the hub's own limit.
 HUB_MAX_PULL = env_int("BRANCHBOARD_HUB_MAX_PULL", HUB_MAX_FILE)
+# On a machine: the most files, and bytes, one pull writes (the rest wait for the next).
+PULL_MAX_FILES = env_int("BRANCHBOARD_PULL_MAX_FILES", 50)
+PULL_MAX_BYTES = env_int("BRANCHBOARD_PULL_MAX_BYTES", 1 << 30)
 # What this machine pushes to a hub: the projects (their folders, shell patterns) that
 # may go, none unless said ("*" for all), and those that never go, whatever else says.
 HUB_PROJECTS = env_list("BRANCHBOARD_HUB_PROJECTS", [], sep=os.pathsep)

@@ -27,6 +27,7 @@ from sessions_app.services.searching import search_refresh
 from sessions_app.services.usage import usage_refresh
 
 from .corpus import make_idle
+from .test_hub import _owners_fork
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -193,7 +194,7 @@ def test_a_push_keeps_the_gemini_files_and_a_fork_on_the_hub_is_pulled_into_chat
     on_hub = Session.objects.get(namespace="alice@laptop", session_id=DEMO)
     assert on_hub.agent == "gemini" and on_hub.turn_count == _demo().turn_count == 3
 
-    fork = session_fork(session=on_hub, turn=2)
+    fork = _owners_fork(on_hub, turn=2)  # by alice: it goes to her machine
     assert fork.namespace == "alice@laptop"
     pulled = pull(alice)
 

@@ -18,11 +18,13 @@ from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
 
 from sessions_app.models import ApiToken, AuditEntry, HubNamespace, Session
-from sessions_app.services.branching import session_fork
+from sessions_app.services.audit import API, Actor
+from sessions_app.services.branching.inputs import fork_input
 from sessions_app.services.hub.client import Hub, HubError, Login, login_load, login_save
 from sessions_app.services.hub.namespaces import hub_folder
 from sessions_app.services.hub.pulling import pull
 from sessions_app.services.hub.pushing import push
+from sessions_app.services.worktrees import fork_where_asked
 
 from .corpus import FIXTURES, make_idle
 
@@ -74,6 +76,15 @@ def _hub_file(namespace: str, local: Path) -> Path:
 
 def _sessions(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.jsonl"))
+
+
+def _owners_fork(source: Session, turn: int) -> Session:
+    """A fork of `source` made on the hub by its namespace's owner, through the doors' path
+    (the pages', the API's): the hub records who made it, and it goes to their machine."""
+    owner = HubNamespace.objects.get(name=source.namespace).user
+    forked = fork_where_asked(session=source, asked=fork_input(turn=turn), worktree=None)
+    forked.audit(Actor(owner.username, API, user=owner), source=source, turn=turn)
+    return forked.session
 
 
 def test_a_push_stores_every_file_byte_for_byte_and_indexes_it(machine: Path, alice: Hub) -> None:
@@ -165,7 +176,7 @@ def test_a_fork_made_on_the_hub_is_pulled_back_new_and_checked(machine: Path, al
     push(alice)
     local = _sessions(machine)[0]
     source = Session.objects.get(namespace="alice@laptop", session_id=local.stem)
-    fork = session_fork(session=source, turn=1)
+    fork = _owners_fork(source, turn=1)
     assert fork.namespace == "alice@laptop"
     hub_copy = Path(fork.path)
     report = pull(alice)
@@ -181,7 +192,7 @@ def test_a_fork_made_on_the_hub_is_pulled_back_new_and_checked(machine: Path, al
 def test_a_pull_never_overwrites_a_file_that_is_there(machine: Path, alice: Hub) -> None:
     push(alice)
     source = Session.objects.get(namespace="alice@laptop", session_id=_sessions(machine)[0].stem)
-    fork = session_fork(session=source, turn=1)
+    fork = _owners_fork(source, turn=1)
     squatter = machine / Path(fork.path).name
     squatter.write_bytes(b'{"mine": true}\n')
     report = pull(alice)

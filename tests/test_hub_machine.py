@@ -6,7 +6,8 @@ a half-written last line, completed later), rewind, undo and fork on the laptop,
 a session file deleted there, a push, a push cut off after a few chunks (before a
 request, or after it with the answer lost), a hub restart (its files and database
 kept, the rest dropped; a staging file may have lost its tail), a fork made on the
-hub and a pull of it back to the laptop; a push racing a manual push that starts a
+hub (by alice, the laptop's owner, or by bob, a teammate) and a pull of it back to the
+laptop, alice accepting one of bob's forks; a push racing a manual push that starts a
 file over (two threads, two connections); hostile requests (a namespace ending in a
 line break, a name the disk cannot hold, a path below a file, a chunk at an offset
 the hub holds nothing of, another spelling of a path), each refused with nothing
@@ -25,7 +26,8 @@ sessions shows (its subagents, its Markdown export) and costs is what it was. Al
 hub's index of the namespace equals a fresh import of the hub's folder (records, turns,
 active leaf, each turn's prompt, every row's offset), no file of the excluded project (nor
 one made from it) is on the hub, and nothing of the namespace is keyed to the other's (a
-subagent, a parent, a search text, the first count of a message).
+subagent, a parent, a search text, the first count of a message); a fork bob made is never
+on the laptop unless alice accepted it.
 
     BRANCHBOARD_PROPERTY_EXAMPLES=100 BRANCHBOARD_PROPERTY_STEPS=20 \
         .venv/bin/python -m pytest tests/test_hub_machine.py -p no:randomly -q
@@ -43,6 +45,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from django.contrib.auth.models import User
 from django.db import connections
 from django.test import override_settings
 from hypothesis import HealthCheck
@@ -71,17 +74,20 @@ from sessions_app.models import (
 )
 from sessions_app.pages.exports import markdown_chunks
 from sessions_app.selectors.usage.sessions import session_usage, session_usage_parts
+from sessions_app.services.audit import API, Actor
 from sessions_app.services.branching import (
     BranchError,
     session_fork,
     session_rewind,
     session_rewind_undo,
 )
+from sessions_app.services.branching.inputs import fork_input
 from sessions_app.services.hub.client import Hub, HubError, Login
 from sessions_app.services.hub.namespaces import hub_path_normal, hub_roots, namespace_folder
-from sessions_app.services.hub.pulling import pull
+from sessions_app.services.hub.pulling import pull, pull_plan
 from sessions_app.services.hub.pushing import push
 from sessions_app.services.importing import sessions_import
+from sessions_app.services.worktrees import fork_where_asked
 
 from .corpus import FIXTURES
 from .index_check import fresh_import_facts, index_facts
@@ -245,6 +251,8 @@ class HubAndLaptop(RuleBasedStateMachine):
         # backup its undo reads back): by the rewound file's path.
         self.before_rewind: dict[str, tuple[bytes, set[str]]] = {}
         self.unpulled = 0  # forks made on the hub since the last pull
+        # Forks bob made that alice has not accepted: their paths under the home, by id.
+        self.not_accepted: dict[str, str] = {}
         # Files in the order the test first met them: a pick names the same file when
         # Hypothesis replays the steps, though new files' names are random.
         self.met: dict[str, int] = {}
@@ -430,20 +438,33 @@ class HubAndLaptop(RuleBasedStateMachine):
         sessions_import(roots=hub_roots())  # its import pass at start
         self._check_deleted()
 
-    @rule(pick=st.integers(0, 100), turn=st.none() | st.integers(1, 6), include=st.booleans())
-    def hub_fork(self, pick: int, turn: int | None, include: bool) -> None:
-        """Someone forks one of the laptop's sessions on the hub."""
+    @rule(
+        pick=st.integers(0, 100),
+        turn=st.none() | st.integers(1, 6),
+        include=st.booleans(),
+        by=st.sampled_from(["alice", "bob"]),
+    )
+    def hub_fork(self, pick: int, turn: int | None, include: bool, by: str) -> None:
+        """Someone forks one of the laptop's sessions on the hub: alice, its owner, or bob,
+        a teammate (through the doors' path, which records who made it)."""
         pushed = {s.path: s for s in Session.objects.listed().filter(namespace=NS)}
         if not pushed:
             return
         paths = self._in_order(list(pushed))
         source = pushed[paths[pick % len(paths)]]
         before = self._hub_files()
+        user = User.objects.get(username=by)
         try:
-            new = session_fork(session=source, turn=turn, include_turn=include)
+            asked = fork_input(turn=turn, include_turn=include)
+            forked = fork_where_asked(session=source, asked=asked, worktree=None)
         except BranchError:
             assert self._hub_files() == before, "a refused fork changed a file on the hub"
             return
+        forked.audit(Actor(by, API, user=user), source=source, turn=turn)
+        new = forked.session
+        if by != "alice":
+            inside = Path(new.path).relative_to(namespace_folder(NS)).as_posix()
+            self.not_accepted[str(new.session_id)] = inside
         self.unpulled += 1
         assert new.namespace == NS
         assert Path(new.path).is_relative_to(namespace_folder(NS))
@@ -459,6 +480,24 @@ class HubAndLaptop(RuleBasedStateMachine):
             assert written.read_bytes() == self._hub_bytes(inside)
             self.held[inside] = written.read_bytes()
         assert self.hub.json("GET", "pulls")["files"] == [], "a pulled file is offered again"
+
+    @precondition(lambda self: self.not_accepted)
+    @rule(pick=st.integers(0, 100))
+    def accept(self, pick: int) -> None:
+        """Alice lets one of bob's forks come to her laptop; it comes with that pull."""
+        session_id = sorted(self.not_accepted)[pick % len(self.not_accepted)]
+        inside = self.not_accepted.pop(session_id)
+        report = pull(self.hub, pull_plan(self.hub, accept=[session_id]))
+        assert report.problems == [], report.problems
+        assert self.home / inside in report.written, "an accepted fork stayed away"
+        for written in report.written:
+            self.held[written.relative_to(self.home).as_posix()] = written.read_bytes()
+
+    @precondition(lambda self: hasattr(self, "hub"))
+    @invariant()
+    def no_fork_comes_without_its_owners_consent(self) -> None:
+        came = {i for i in self.not_accepted.values() if os.path.lexists(self.home / i)}
+        assert not came, f"a fork bob made was written on alice's laptop: {came}"
 
     @rule(pick=st.integers(0, 100))
     def push_races_a_start_over(self, pick: int) -> None:
@@ -681,7 +720,9 @@ def test_any_sequence_of_pushes_keeps_the_hub_true(
 ) -> None:
     user = _user("alice", "push_sessions")
     _, key = ApiToken.issue(name="laptop", user=user)
-    _, other_key = ApiToken.issue(name="desktop", user=_user("bob", "push_sessions"))
+    # A teammate who forks on the hub, and pushes from a machine of his own.
+    bob = _user("bob", "write_sessions", "push_sessions")
+    _, other_key = ApiToken.issue(name="desktop", user=bob)
     home = Path(tempfile.mkdtemp(prefix="laptop-", dir=tmp_path))
     monkeypatch.setenv("HOME", str(home))
     for variable in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):

@@ -29,6 +29,7 @@ from sessions_app.services.hub.pushing import push
 from sessions_app.services.importing import sessions_import
 
 from .corpus import FIXTURES, make_idle
+from .test_hub import _owners_fork
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -203,7 +204,7 @@ def test_a_gemini_document_is_pushed_shown_on_the_hub_and_its_fork_pulled_back(
     page = client.get(f"/sessions/alice@laptop/{DOCUMENT_ID}/")
     assert page.status_code == 200 and "modules" in page.content.decode()
 
-    fork = session_fork(session=on_hub, turn=1)
+    fork = _owners_fork(on_hub, turn=1)  # by alice: it goes to her machine
     pulled = pull(alice)
     back = local.parent / Path(fork.path).name
     assert pulled.problems == [] and pulled.written == [back]

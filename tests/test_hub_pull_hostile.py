@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,9 @@ class FakeHub:
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
         self.pulls_body: bytes | None = None  # a `pulls` answer of the test's own
+        # ... or one made as it is sent (with its Content-Length, or none), its bytes counted
+        self.pulls_blocks: tuple[Callable[[], Iterator[bytes]], int | None] | None = None
+        self.pulls_sent = 0
         self.pulls_status = 200
         self.announced: dict[str, int] = {}  # a size other than the bytes'
         self.sent: dict[str, bytes] = {}  # a `file` body other than the bytes, compressed
@@ -72,10 +75,26 @@ class FakeHub:
                 for block in body:
                     self.wfile.write(block)
 
+            def _count(self, blocks: Callable[[], Iterator[bytes]], size: int | None) -> None:
+                self.send_response(200)
+                if size is None:
+                    self.send_header("Connection", "close")
+                else:
+                    self.send_header("Content-Length", str(size))
+                self.end_headers()
+                try:
+                    for block in blocks():
+                        self.wfile.write(block)
+                        hub.pulls_sent += len(block)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped reading
+
             def do_GET(self) -> None:
                 url = urllib.parse.urlsplit(self.path)
                 query = dict(urllib.parse.parse_qsl(url.query))
                 if url.path == "/api/hub/pulls":
+                    if hub.pulls_blocks is not None:
+                        return self._count(*hub.pulls_blocks)
                     if hub.pulls_body is not None:
                         return self._answer(hub.pulls_status, hub.pulls_body)
                     files = [
@@ -455,3 +474,107 @@ def test_one_session_id_in_two_project_folders_is_said_once_in_plain_words(
         assert said.count(f"session {SESSION} is in 2 project folders") == 1, said
         assert "not imported" not in said and "not pushed" not in said, said
     assert json.dumps(said)  # printed, not raised
+
+
+# Bounds: what a hub's answers can make the client spend -------------------------------
+
+
+def _refused_entries(count: int) -> Iterator[bytes]:
+    """A `pulls` answer of `count` files whose paths this machine refuses (no CLI's folder)."""
+    yield b'{"files": ['
+    for n in range(count):
+        entry = {"path": f"nowhere/{n}-{'x' * 100}.jsonl", "size": 1, "sha256": "0"}
+        yield (b"," if n else b"") + orjson.dumps(entry)
+    yield b"]}"
+
+
+@pytest.mark.parametrize("length_said", [True, False])
+def test_a_pulls_answer_past_the_cap_is_refused_and_not_read_on(
+    machine: Path, fake_hub: FakeHub, length_said: bool
+) -> None:
+    count = 400_000  # about 60 MB of JSON
+    size = sum(len(b) for b in _refused_entries(count)) if length_said else None
+    fake_hub.pulls_blocks = (lambda: _refused_entries(count), size)
+    out, err, refused = _pull()
+    assert refused is not None and "answer to pulls" in str(refused) and "over the" in str(refused)
+    assert len((out + err).splitlines()) < 10, "the answer's entries were printed"
+    assert list(machine.iterdir()) == []
+    # The client stopped reading: the hub could not send it all (socket buffers aside).
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and fake_hub.pulls_sent < 20 << 20 and length_said is False:
+        time.sleep(0.05)  # the server's thread notices the closed connection
+    assert fake_hub.pulls_sent < 40 << 20
+
+
+def test_every_list_a_pull_prints_is_capped(machine: Path, fake_hub: FakeHub) -> None:
+    fake_hub.pulls_blocks = (lambda: _refused_entries(2000), None)
+    out, err, refused = _pull()
+    assert refused is not None
+    lines = err.splitlines()
+    assert len(lines) <= 52, len(lines)
+    assert "… and 1950 more" in err
+    assert "2000 not pulled" in out
+
+
+def test_a_file_body_longer_than_its_size_needs_is_cut_off(
+    machine: Path, fake_hub: FakeHub
+) -> None:
+    """Empty zstd blocks decompress to nothing: a hub could send them for ever."""
+    hub_path = f".claude/projects/{PROJECT}/{SESSION}.jsonl"
+    data = _line("small")
+    fake_hub.files[hub_path] = data
+    header = (0xFD2FB528).to_bytes(4, "little") + bytes([0, 0])  # a frame, no size said
+    last = ((len(data) << 3) | 1).to_bytes(3, "little") + data  # the last block, raw
+    fake_hub.sent[hub_path] = header + b"\x00\x00\x00" * 400_000 + last  # 1.2 MB of nothing
+    _, _, refused = _pull()
+    assert refused is not None and "answer to file" in str(refused) and "over the" in str(refused)
+    assert list((machine / PROJECT).iterdir()) == []
+    assert fake_hub.acknowledged == []
+
+
+# The peak RSS of this process (VmHWM: ru_maxrss would keep the parent's from the fork).
+RECEIVE = """
+import re, sys
+import django
+django.setup()
+from sessions_app.services.hub.pulling import _receive
+def peak():
+    return int(re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read())[1]) << 10
+packed, size, sha256 = open(sys.argv[1], "rb").read(), int(sys.argv[2]), sys.argv[3]
+base = peak()
+with open(sys.argv[4], "wb") as out:
+    _receive([packed[i : i + (1 << 20)] for i in range(0, len(packed), 1 << 20)], out, size, sha256)
+print((peak() - base) / size)
+"""
+
+
+def test_a_long_line_is_checked_where_it_lies_not_copied(tmp_path: Path) -> None:
+    """A line spanning blocks is held once while it is checked: the pull's memory is the
+    line and what its JSON check makes of it (orjson: twice the line), not a copy more
+    (a peak RSS, in a process of its own: the line is 48 MB; 4 times it before)."""
+    line = _line("z" * (48 << 20))
+    (tmp_path / "line.zst").write_bytes(zstd.compress(line))
+    env = {**os.environ, "BRANCHBOARD_DATA_DIR": str(tmp_path / "data")}
+    env.setdefault("DJANGO_SETTINGS_MODULE", "branchboard.settings")
+    (tmp_path / "data").mkdir(mode=0o700)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            RECEIVE,
+            str(tmp_path / "line.zst"),
+            str(len(line)),
+            hashlib.sha256(line).hexdigest(),
+            str(tmp_path / "out.jsonl"),
+        ],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out.jsonl").read_bytes() == line
+    times = float(done.stdout.split()[-1])
+    assert times < 3.5, f"the pull held {times:.1f} times the line"

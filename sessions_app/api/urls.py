@@ -25,6 +25,7 @@ urlpatterns = [
     path("hub/catch-up", api_hub.catch_up, name="hub_catch_up"),
     path("hub/pulls", api_hub.pulls, name="hub_pulls"),
     path("hub/pulled", api_hub.pulled, name="hub_pulled"),
+    path("hub/accept", api_hub.accept, name="hub_accept"),
     path("hub/file", api_hub.file, name="hub_file"),
     # Anything else under /api/ is a JSON 404, like every API answer.
     re_path(r"^.*$", api.not_found, name="not_found"),

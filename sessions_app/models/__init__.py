@@ -9,7 +9,7 @@ from sessions_app.models.sessions import ACTIVITY, TITLE_LIMIT, Project, Record,
 
 from .access import ApiToken, AuditEntry
 from .archive import ArchivePiece
-from .hub import HubFile, HubNamespace
+from .hub import HubFile, HubFork, HubNamespace
 from .import_status import ImportStatus
 from .runs import Run
 from .search import SearchChunk, SearchText
@@ -23,6 +23,7 @@ __all__ = [
     "ArchivePiece",
     "AuditEntry",
     "HubFile",
+    "HubFork",
     "HubNamespace",
     "ImportStatus",
     "Project",

@@ -45,3 +45,26 @@ class HubFile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.namespace}:{self.path}"
+
+
+class HubFork(models.Model):
+    """A session made on the hub in a namespace's folder (a branch or fork of one of its
+    sessions) and who made it. Only its namespace's owner decides what is written on
+    their machine: it is offered to the machine when the owner made it, or accepted it;
+    one a teammate made stays on the hub until then."""
+
+    session = models.OneToOneField(
+        "sessions_app.Session", on_delete=models.CASCADE, related_name="hub_fork"
+    )
+    made_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )  # None: made by no user (a command on the hub) or a user since deleted
+    made_at = models.DateTimeField(auto_now_add=True)
+    accepted_at = models.DateTimeField(null=True, blank=True)  # by the namespace's owner
+
+    def __str__(self) -> str:
+        return f"{self.session_id} by {self.made_by_id}"

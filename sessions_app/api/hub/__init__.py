@@ -22,7 +22,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from ...models import HubNamespace, Session
 from ...services.audit import API, actor_of_request, audit_record, client_address, request_text
-from ...services.hub import batch_receiving, chunks, offering, receiving
+from ...services.hub import batch_receiving, chunks, consent, offering, receiving
 from ...services.hub.indexing import NotImported
 from ...services.hub.namespaces import BadHubPath, hub_path_check, namespace_folder
 from ...services.hub.receiving import PushRefused
@@ -246,8 +246,18 @@ def catch_up(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
 @allow("GET")
 @hub_endpoint
 def pulls(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
-    """GET /api/hub/pulls?namespace=…: the files made on the hub that the machine takes back."""
-    return JsonResponse({"namespace": namespace.name, "files": offering.pulls(namespace)})
+    """GET /api/hub/pulls?namespace=…: the files made on the hub that the machine takes back
+    (`files`), those a teammate made that wait for the owner's consent (`held`)."""
+    return JsonResponse({"namespace": namespace.name, **offering.pulls(namespace)})
+
+
+@allow("POST")
+@hub_endpoint
+def accept(request: ApiRequest, namespace: HubNamespace) -> HttpResponse:
+    """POST /api/hub/accept?namespace&session=<id>: the owner lets a teammate's fork come."""
+    session = consent.accept(namespace, request.GET.get("session", ""))
+    _audit(request, "pull-accepted", namespace.name, f"session {session.session_id}", path="")
+    return JsonResponse({"session_id": str(session.session_id)})
 
 
 @allow("POST")

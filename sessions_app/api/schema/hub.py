@@ -57,7 +57,18 @@ def hub_paths(query: Callable[[str, str], dict], responses: Callable[..., dict])
         "/api/hub/catch-up": _hub(
             "post", "Search words and usage of a big committed file", "path", codes=(409,)
         ),
-        "/api/hub/pulls": _hub("get", "The files made on the hub for this machine"),
+        "/api/hub/pulls": _hub(
+            "get",
+            "The files made on the hub for this machine: `files`, those its owner made or "
+            "accepted (path, session_id, size, sha256, made_by); `held`, a teammate's forks "
+            "waiting for the owner's consent (path, session_id, size, made_by, reason); "
+            "`more`, how many of each the answer left out (at most 500 each)",
+        ),
         "/api/hub/pulled": _hub("post", "The machine holds that file now", "path", "size"),
+        "/api/hub/accept": _hub(
+            "post",
+            "The namespace's owner lets a teammate's fork of their session go to the machine",
+            "session",
+        ),
         "/api/hub/file": _hub("get", "One of the namespace's files, zstd-compressed", "path"),
     }

@@ -13,9 +13,9 @@ from sessions_app.formats.documents import SESSION_SUFFIXES
 from sessions_app.management.commands.pull_sessions import database_ready
 from sessions_app.services.hub.choosing import PushReport
 from sessions_app.services.hub.client import Hub, HubError, login_load
-from sessions_app.services.hub.pulling import pull
+from sessions_app.services.hub.pulling import pull, pull_plan
 from sessions_app.services.hub.pushing import push
-from sessions_app.terminal import shown
+from sessions_app.terminal import shown, shown_list
 
 # --watch: a full pass this often (seconds), besides the files that changed, and a pull.
 FULL_PASS = 600.0
@@ -57,17 +57,18 @@ class Command(BaseCommand):
 
     def _pass(self, hub: Hub, *, dry_run: bool, only: list[Path] | None = None) -> PushReport:
         report = push(hub, dry_run=dry_run, only=only, said=self._said)
-        for what, path in report.planned:
-            self.stdout.write(f"would push: {shown(path)} ({what})")
+        # Every list printed is capped (then "… and N more"): a hub's answers fill them.
+        for line in shown_list([f"{path} ({what})" for what, path in report.planned]):
+            self.stdout.write(f"would push: {line}")
         if dry_run or self.verbosity > 1:
-            for left_out in report.left_out:
-                self.stdout.write(f"left out: {shown(left_out)}")
-        for problem in report.problems:
-            self.stderr.write(f"not pushed: {shown(problem)}")
-        for note in report.notes:
-            if note not in self._noted:  # said once, not at every pass of --watch
-                self._noted.add(note)
-                self.stdout.write(f"note: {shown(note)}")
+            for line in shown_list(report.left_out):
+                self.stdout.write(f"left out: {line}")
+        for line in shown_list(report.problems):
+            self.stderr.write(f"not pushed: {line}")
+        notes = [n for n in dict.fromkeys(report.notes) if n not in self._noted]
+        self._noted.update(notes)  # said once, not at every pass of --watch
+        for line in shown_list(notes):
+            self.stdout.write(f"note: {line}")
         if only is None:
             sent = len(report.sent_files)
             summary = (
@@ -82,11 +83,31 @@ class Command(BaseCommand):
         return report
 
     verbosity = 1
-    _noted: set[str]
+    _noted: set[object]
 
     def _said(self, line: str) -> None:
         if self.verbosity > 1:
             self.stdout.write(shown(line))
+
+    def _pull(self, hub: Hub) -> None:
+        """The forks made for this machine on the hub, within a pull's bounds; what stays
+        on the hub, and each problem, said once, not every 30 s."""
+        plan = pull_plan(hub)
+        if plan.take:
+            for line in shown_list([f"{p.target} ({p.size:,} bytes)" for p in plan.take]):
+                self.stdout.write(f"will pull: {line}")
+        pulled = pull(hub, plan)
+        for line in shown_list(pulled.written):
+            self.stdout.write(f"pulled: {line}")
+        for kind, said in (("held on the hub", plan.held), ("next pull", plan.later)):
+            new = [f"{p}: {why}" for p, why in said if (kind, p, why) not in self._noted]
+            self._noted.update((kind, p, why) for p, why in said)
+            for line in shown_list(new):
+                self.stdout.write(f"{kind}: {line}")
+        problems = [p for p in pulled.problems if p not in self._noted]
+        self._noted.update(problems)
+        for line in shown_list(problems):
+            self.stderr.write(f"not pulled: {line}")
 
     def _watch(self, hub: Hub) -> None:
         from watchfiles import watch
@@ -109,13 +130,7 @@ class Command(BaseCommand):
                     self._pass(hub, dry_run=False)
                     full_at = now
                 if now - pulled_at > PULL_EVERY:
-                    pulled = pull(hub)
-                    for written in pulled.written:
-                        self.stdout.write(f"pulled: {shown(written)}")
-                    for problem in pulled.problems:
-                        if problem not in self._noted:  # once, not every 30 s
-                            self._noted.add(problem)
-                            self.stderr.write(f"not pulled: {shown(problem)}")
+                    self._pull(hub)
                     pulled_at = now
             except HubError as exc:
                 # The hub is away (a restart, the network): the next change or pass retries.

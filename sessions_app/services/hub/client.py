@@ -30,6 +30,13 @@ TIMEOUT = 60.0
 # A commit or catch-up indexes a whole file on the hub (the hub's own limit is gunicorn's
 # timeout, BRANCHBOARD_TIMEOUT, 300 s by default).
 LONG_TIMEOUT = 600.0
+# The most bytes of one JSON answer the client reads (a hub's answers are a few KB to a
+# few MB: the state of 5000 paths); past it the answer is refused, not read on.
+MAX_ANSWER = 16 << 20
+# A `pulls` answer lists at most 500 files and 500 held ones (paths of at most 1000).
+PULLS_ANSWER = 4 << 20
+# The most bytes of a refusal read for its message.
+MAX_REFUSAL = 64 << 10
 
 
 class HubError(Exception):
@@ -155,7 +162,10 @@ class Hub:
         body: bytes | None = None,
         content_type: str = "application/json",
         timeout: float = TIMEOUT,
+        limit: int = MAX_ANSWER,
     ) -> bytes:
+        """The answer to one request, at most `limit` bytes: a longer one is refused
+        (by its Content-Length before it is read, else once `limit` bytes came)."""
         query = urllib.parse.urlencode({"namespace": self.login.namespace, **(params or {})})
         target = f"{self._parts.path}/api/hub/{endpoint}?{query}"
         headers = {"Authorization": f"Bearer {self.login.token}"}
@@ -169,7 +179,8 @@ class Hub:
                     connection.sock.settimeout(timeout)
                 connection.request(method, target, body=body, headers=headers)
                 response = connection.getresponse()
-                data = response.read()
+                most = MAX_REFUSAL if response.status >= 400 else limit
+                data = self._read(response, endpoint, most)
                 break
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
                 # A kept connection the hub closed meanwhile: once more on a new one (every
@@ -186,10 +197,39 @@ class Hub:
             raise HubError(f"the hub refused: {_said(response.status, data)}", response.status)
         return data
 
+    def _read(self, response: http.client.HTTPResponse, endpoint: str, limit: int) -> bytes:
+        """The body of `response`, at most `limit` bytes (a refusal's: its start)."""
+        refusal = response.status >= 400
+        if response.length is not None and response.length > limit and not refusal:
+            self.close()
+            raise HubError(self._too_long(endpoint, limit, response.length))
+        data = bytearray()
+        while len(data) <= limit and (block := response.read(min(1 << 20, limit + 1 - len(data)))):
+            data += block
+        if len(data) > limit:
+            self.close()  # the rest is never read: the connection cannot be used again
+            if refusal:
+                return bytes(data[:limit])
+            raise HubError(self._too_long(endpoint, limit))
+        return bytes(data)
+
+    def _too_long(self, endpoint: str, limit: int, said: int | None = None) -> str:
+        size = f" ({said:,} bytes)" if said is not None else ""
+        return (
+            f"the hub's answer to {endpoint}{size} is over the {limit:,} bytes a client "
+            f"reads; refused, nothing done with it (is {self.login.url} a hub?)"
+        )
+
     def stream(
-        self, endpoint: str, params: dict[str, Any] | None = None, *, block: int = 1 << 20
+        self,
+        endpoint: str,
+        params: dict[str, Any] | None = None,
+        *,
+        block: int = 1 << 20,
+        limit: int | None = None,
     ) -> Iterator[bytes]:
-        """GET `endpoint` and yield its body in blocks as it arrives (never whole in memory)."""
+        """GET `endpoint` and yield its body in blocks as it arrives (never whole in memory),
+        at most `limit` bytes of it: more is refused."""
         query = urllib.parse.urlencode({"namespace": self.login.namespace, **(params or {})})
         target = f"{self._parts.path}/api/hub/{endpoint}?{query}"
         self.close()  # a connection of its own: a stream cut short leaves it unusable
@@ -200,9 +240,13 @@ class Hub:
             )
             response = connection.getresponse()
             if response.status >= 400:
-                data = response.read(1 << 16)
+                data = response.read(MAX_REFUSAL)
                 raise HubError(f"the hub refused: {_said(response.status, data)}", response.status)
+            came = 0
             while data := response.read(block):
+                came += len(data)
+                if limit is not None and came > limit:
+                    raise HubError(self._too_long(endpoint, limit))
                 yield data
         except (http.client.HTTPException, OSError) as exc:
             raise HubError(f"cannot reach the hub at {self.login.url}: {exc}") from None

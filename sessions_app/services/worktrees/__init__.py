@@ -32,6 +32,7 @@ from ..audit import Actor, audit_record
 from ..branching import Elsewhere, check_can_branch, refusing_on_stale, session_fork
 from ..branching.inputs import ForkInput
 from ..git import GitError, read_marker
+from ..hub.consent import fork_made
 from .creating import WorktreePlan, make_worktree, plan_worktree, write_marker
 from .errors import NeedsConfirmation, NotAWorktree, WorktreeError, WorktreeExists, WorktreeRefused
 from .removing import Removal, stale_worktrees_remove, worktree_remove
@@ -175,11 +176,13 @@ class Forked:
     detail: str = ""
 
     def audit(self, actor: Actor, *, source: Session, turn: int | None) -> None:
-        """The audit entry of this fork (the same through every door)."""
+        """The audit entry of this fork, and on a hub who made it: a fork goes to its
+        namespace's machine only as the owner allows (the same through every door)."""
         new = self.session
         audit_record(
             actor=actor, action=new.kind, session=source, result=new, turn=turn, detail=self.detail
         )
+        fork_made(new, actor.user)
 
     def worktree_json(self) -> dict | None:
         """The worktree as the API and `fork_session --json` give it."""
