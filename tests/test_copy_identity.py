@@ -35,8 +35,9 @@ def _source(agent: str) -> Session:
     return Session.objects.get(session_id=SOURCES[agent])
 
 
-def _first_prompt(session: Session) -> str:
-    text = session.records.turn_starts().order_by("line").values_list("text", flat=True).first()
+def _prompt(session: Session, turn: int = 1) -> str:
+    texts = session.records.turn_starts().order_by("line").values_list("text", flat=True)
+    text = texts[turn - 1]
     assert text
     return text
 
@@ -60,7 +61,7 @@ def test_search_folds_a_source_its_branches_and_its_backup_into_one_hit(
     imported: Path, client, agent
 ) -> None:
     source = _source(agent)
-    prompt = _first_prompt(source)
+    prompt = _prompt(source, 2)  # not in the copies' titles, which name turn 1
     made = [session_fork(session=source, turn=2), session_fork(session=source)]
     if agent in BACKED_UP:
         session_rewind(session=source, turn=3)
@@ -110,7 +111,7 @@ def test_a_fork_from_the_page_is_searchable_and_priced_when_it_returns(
     search_refresh()
     before = _cost(source)
     assert before[1] > 0
-    prompt = _first_prompt(source)
+    prompt = _prompt(source)
 
     response = client.post(f"/sessions/{source.session_id}/fork/", {"turn": "2"})
 

@@ -27,7 +27,7 @@ class Usage(models.Model):
     cache_read_tokens = models.BigIntegerField(default=0)
     cache_write_1h_tokens = models.BigIntegerField(default=0)  # of cache_write_tokens
     reasoning_tokens = models.BigIntegerField(default=0)  # of output_tokens (Codex says)
-    # Another session was counted with this message first (a fork's copied prefix):
+    # A session made before this one holds this message too (a fork's copied prefix):
     # totals across sessions leave it out, so each message counts once.
     copy = models.BooleanField(default=False)
 
