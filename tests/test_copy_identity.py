@@ -124,3 +124,23 @@ def test_a_fork_from_the_page_is_searchable_and_priced_when_it_returns(
     copied = Usage.objects.filter(session=fork)
     assert copied.exists() and not copied.filter(copy=False).exists()  # 0 new tokens
     assert _cost(source) == before
+
+
+@pytest.mark.parametrize("agent", BACKED_UP)
+def test_a_rewind_and_its_undo_leave_the_source_its_cost(imported: Path, agent) -> None:
+    source = _source(agent)
+    usage_refresh()
+    before = _cost(source)
+    assert before[1] > 0
+
+    rewound = session_rewind(session=source, turn=2)
+    backup = Session.objects.get(parent=source, kind=Session.Kind.REWIND_BACKUP)
+    # The source is charged for the turn it kept, the backup for the turns only it holds
+    # now: each message once, none lost.
+    kept, backed_up = _cost(rewound), _cost(backup)
+    assert kept[1] > 0 and backed_up[1] > 0
+    assert (kept[0] + backed_up[0], kept[1] + backed_up[1]) == before
+
+    session_rewind_undo(session=rewound)
+
+    assert _cost(source) == before and _cost(backup) == (0, 0)
