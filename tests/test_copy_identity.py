@@ -7,6 +7,7 @@ know it when the action returns, not after the watcher's next pass.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,8 @@ from sessions_app.selectors.lists import rewind_undone, undone_backups
 from sessions_app.services.branching import session_fork, session_rewind, session_rewind_undo
 from sessions_app.services.searching import search_refresh
 from sessions_app.services.usage import usage_refresh
+
+from .corpus import ALL_ROOTS
 
 pytestmark = pytest.mark.django_db
 
@@ -144,3 +147,31 @@ def test_a_rewind_and_its_undo_leave_the_source_its_cost(imported: Path, agent) 
     session_rewind_undo(session=rewound)
 
     assert _cost(source) == before and _cost(backup) == (0, 0)
+
+
+def test_an_index_of_codex_from_before_is_read_again_with_the_new_uuids(imported: Path) -> None:
+    """The upgrade's migration makes the next import read every Codex file again: the old
+    `<session>:<line>` uuids go, a fork shares its source's, and a fork keeps its name."""
+    from django.apps import apps
+
+    from sessions_app.models import Record
+    from sessions_app.services.importing import sessions_import
+
+    rehash = importlib.import_module("sessions_app.migrations.0037_codex_records_rehashed")
+    source = _source("codex")
+    fork = session_fork(session=source, turn=2)
+    for pk, line in Record.objects.filter(session__agent="codex").values_list("pk", "line"):
+        Record.objects.filter(pk=pk).update(uuid=f"old:{line}")  # as an index from before
+
+    rehash.codex_read_again(apps, None)
+    report = sessions_import(roots=[imported / root for root in ALL_ROOTS])
+
+    assert not report.errors
+    assert not Record.objects.filter(uuid__startswith="old:").exists()
+    shared = set(fork.records.values_list("uuid", flat=True)) & set(
+        source.records.values_list("uuid", flat=True)
+    )
+    # Every line, its restamped session_meta too (hashed without what the fork changed).
+    assert len(shared) == fork.records.count()
+    fork.refresh_from_db()
+    assert fork.title == "hello before an interrupt (Branch)"
