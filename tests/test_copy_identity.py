@@ -81,9 +81,7 @@ def test_search_folds_a_source_its_branches_and_its_backup_into_one_hit(
 
 
 @pytest.mark.parametrize("agent", BACKED_UP)
-def test_an_undone_rewinds_backup_is_hidden_and_named_for_the_rewind(
-    imported: Path, agent
-) -> None:
+def test_an_undone_rewinds_backup_is_hidden_and_named_for_the_rewind(imported: Path, agent) -> None:
     source = _source(agent)
     name = source.custom_title or source.title
     rewound = session_rewind(session=source, turn=2)
