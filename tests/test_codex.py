@@ -21,6 +21,7 @@ from sessions_app.services.branching import (
     session_rewind,
     session_rewind_undo,
 )
+from sessions_app.services.branching.registering import reindex
 from sessions_app.services.importing import sessions_import
 from sessions_app.services.searching import search_refresh
 from sessions_app.services.usage import usage_refresh
@@ -131,7 +132,12 @@ def test_an_append_reads_only_the_new_line_and_keeps_the_chain(tmp_path: Path) -
     assert Record.objects.filter(session=session).count() == before + 1
     assert session.turn_count == 3
     last = Record.objects.filter(session=session).order_by("-line").first()
-    assert last is not None and last.parent_uuid == f"{ROLLED_BACK}:{last.line - 1}"
+    before_last = Record.objects.get(session=session, line=last.line - 1 if last else -1)
+    assert last is not None and last.parent_uuid == before_last.uuid
+    # The append hashed on from the stored line before it: a full read gives the same uuids.
+    appended = dict(Record.objects.filter(session=session).values_list("line", "uuid"))
+    reindex(session, full=True)
+    assert dict(Record.objects.filter(session=session).values_list("line", "uuid")) == appended
 
 
 def test_bad_lines_are_never_fatal(tmp_path: Path) -> None:

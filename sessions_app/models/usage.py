@@ -27,7 +27,7 @@ class Usage(models.Model):
     cache_read_tokens = models.BigIntegerField(default=0)
     cache_write_1h_tokens = models.BigIntegerField(default=0)  # of cache_write_tokens
     reasoning_tokens = models.BigIntegerField(default=0)  # of output_tokens (Codex says)
-    # Another session of its namespace was counted with this message first (a fork's
+    # A session of its namespace made before this one holds this message too (a fork's
     # copied prefix): totals across sessions leave it out, so each message counts once
     # (once per namespace on a hub: another machine's message under the same key is its own).
     copy = models.BooleanField(default=False)

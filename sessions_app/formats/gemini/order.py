@@ -42,7 +42,13 @@ def _usable(message_id: str | None, suffix: str = "") -> bool:
 class MessageChain:
     """Links the records of one read, from line `first_line` on, into the chain."""
 
-    def __init__(self, first_line: int, earlier: Earlier, session_id: str = "") -> None:
+    def __init__(
+        self,
+        first_line: int,
+        earlier: Earlier,
+        session_id: str = "",
+        last: Callable[[], str | None] | None = None,  # Codex's; the loaded rows tell it here
+    ) -> None:
         self.session_id = session_id or "gemini"
         self.line = first_line
         self.previous: str | None = None  # on an append: the last stored line's, when loaded
@@ -73,7 +79,7 @@ class MessageChain:
                 self.ever[message_id] = (self.ever.get(message_id, (uuid,))[0], uuid)
             self.previous = uuid  # in line order: the last one is the line before this read
 
-    def link(self, record: ParsedRecord) -> ParsedRecord:
+    def link(self, record: ParsedRecord, raw: bytes = b"") -> ParsedRecord:
         """`record`, read from the next line, with its uuid and parent set."""
         if not self.loaded:
             self._load()

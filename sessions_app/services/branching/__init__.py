@@ -54,7 +54,7 @@ from .guards import (
     check_unchanged,
     rewind_refusal,
 )
-from .registering import reindex
+from .registering import caught_up, reindex
 from .rewinding import rewind, undo
 
 __all__ = [
@@ -133,7 +133,9 @@ def session_fork(
     `elsewhere`: the new session goes on in another folder (see `Elsewhere`).
     """
     with refusing_on_stale(session):
-        return fork(session, turn, include_turn, title, elsewhere, leaf=leaf)
+        new = fork(session, turn, include_turn, title, elsewhere, leaf=leaf)
+    caught_up(session, new)
+    return new
 
 
 def session_rewind_check(*, session: Session, turn: int) -> None:
@@ -152,7 +154,17 @@ def session_rewind(*, session: Session, turn: int) -> Session:
         check_readable(session)
         check_unchanged(session)
         check_not_busy(session)
-        return rewind(session, turn)
+        rewound = rewind(session, turn)
+    caught_up(rewound, _backup_of(rewound))
+    return rewound
+
+
+def _backup_of(session: Session) -> Session | None:
+    """The backup session a rewind kept of the whole old file (Claude Code, Codex), if any."""
+    backup_id = (session.rewind_undo or {}).get("backup_id")
+    if not backup_id:
+        return None
+    return Session.objects.filter(session_id=backup_id, namespace=session.namespace).first()
 
 
 def session_rewind_undo(*, session: Session) -> Session:
@@ -164,4 +176,6 @@ def session_rewind_undo(*, session: Session) -> Session:
         check_paths(session)
         check_can_rewind(session)
         check_on_disk(session)
-        return undo(session)
+        restored = undo(session)
+    caught_up(restored)
+    return restored

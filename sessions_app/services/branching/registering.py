@@ -22,7 +22,8 @@ from ...models import Session
 from ..discovery import SessionFile
 from ..files import NewFile
 from ..importing import ImportReport, projects_refresh, session_file_index
-from ..searching import words_kick
+from ..searching import search_refresh, words_kick
+from ..usage import usage_refresh
 from .errors import BranchError, WriteCheckFailed
 from .guards import own_write
 
@@ -138,3 +139,18 @@ def fork_put_in_place(
     new.made_at = timezone.now()
     new.save(update_fields=["parent", "kind", "fork_turn", "own_write", "made_at"])
     projects_refresh(project_ids={session.project_id, new.project_id})
+
+
+def caught_up(*sessions: Session | None) -> None:
+    """The watcher's catch-up for the sessions an action wrote, before the action returns.
+
+    The import of a written file stores what its one read gives; the search texts and
+    the usage its agent's reader needs the lines before for (Codex) wait for the search
+    and usage passes, up to the watcher's next rescan: meanwhile the new session is not
+    searchable and its source's messages are charged to it. The same passes, run here for
+    these sessions only (a message counts in the session made first: the source).
+    """
+    ids = sorted({s.pk for s in sessions if s is not None and s.pk is not None})
+    if ids:
+        search_refresh(session_ids=ids)
+        usage_refresh(session_ids=ids)

@@ -49,7 +49,7 @@ def unique_title(session: Session, title: str | None) -> str:
 
 
 def backup_title(session: Session, turn: int) -> str:
-    """The title of the backup a Claude Code rewind keeps of the whole old file."""
+    """The title of the backup a rewind keeps of the whole old file (Claude Code, Codex)."""
     return with_suffix(source_name(session), f" (before rewind to turn {turn})")
 
 

@@ -101,12 +101,14 @@ class FileReader:
         if agent.line_chain is not None:
             # A CLI without a uuid chain: the agent links its lines by their order.
             earlier = self._earlier(first_line)
-            chain = agent.line_chain(first_line, earlier, self.own_id or self.source.path.stem)
+            chain = agent.line_chain(
+                first_line, earlier, self.own_id or self.source.path.stem, self._last(first_line)
+            )
             link = chain.link
             parse_one = parse_line
 
             def parse_line(raw: bytes) -> ParsedRecord:
-                return link(parse_one(raw))
+                return link(parse_one(raw), raw)
 
         # At most a record's limit of each line at once: a longer one is read on in blocks
         # (`_long`), whole in the file and the index's length and CRC, cut in what is parsed.
@@ -240,6 +242,17 @@ class FileReader:
             return stored.values_list("uuid", "parent_uuid", "kind").iterator(chunk_size=5000)
 
         return rows
+
+    def _last(self, first_line: int) -> Callable[[], str | None]:
+        """The stored uuid of the line before `first_line` (an append goes on from it)."""
+
+        def uuid() -> str | None:
+            if self.session.pk is None or not first_line:
+                return None
+            stored = self.session.records.filter(line=first_line - 1)
+            return stored.values_list("uuid", flat=True).first() or None
+
+        return uuid
 
     def _note(self, record: ParsedRecord, line_no: int) -> tuple[int, int]:
         """Collect the session facts of one record; returns the tokens it adds."""

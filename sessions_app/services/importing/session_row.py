@@ -91,7 +91,10 @@ def reset(session: Session) -> None:
     session.tail_digest = ""
     session.file_backups = False
     session.models_used = []
-    session.custom_title = ""
+    if not (session.made_at and agent_for(session.agent).prefix_fork is not None):
+        # A file's own title is read again; a fork the dashboard wrote of a CLI that keeps
+        # names out of its files (Codex) holds its name in the row alone (`forking._titled`).
+        session.custom_title = ""
     session.ai_title = ""
     session.last_message_id = ""
     session.started_at = session.updated_at = None

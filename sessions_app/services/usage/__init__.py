@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import BinaryIO
 
 from django.db import DatabaseError, connection, transaction
-from django.db.models import F, Min
+from django.db.models import F, OuterRef, Subquery
 from django.template.defaultfilters import pluralize
 
 from ...formats import ASSISTANT, PROGRESS, agent_for
@@ -104,13 +104,11 @@ def usage_forget(session: Session) -> None:
     Usage.objects.filter(session=session).delete()
     for start in range(0, len(owned), 500):
         chunk = owned[start : start + 500]
-        firsts = (
-            Usage.objects.filter(key__in=chunk, copy=True, session__namespace=session.namespace)
-            .values("key")
-            .annotate(first=Min("id"))
-            .values_list("first", flat=True)
-        )
-        Usage.objects.filter(pk__in=list(firsts)).update(copy=False)
+        # Each to the session made first among those of its namespace holding it (as
+        # `usage_store` counts; another machine's message under the same key is its own).
+        ours = Usage.objects.filter(session__namespace=session.namespace)
+        lowest = ours.filter(key=OuterRef("key")).order_by("session_id").values("session_id")
+        ours.filter(key__in=chunk, copy=True, session_id=Subquery(lowest[:1])).update(copy=False)
 
 
 def _slice(session: Session, report: UsageReport) -> tuple[bool, int]:
@@ -193,7 +191,7 @@ def usage_store(session: Session, found: dict[str, tuple[int, Stamp, MessageUsag
         return
     table = Usage._meta.db_table
     held: dict[str, tuple] = {}
-    elsewhere: set[str] = set()
+    elsewhere: dict[str, int] = {}  # key -> the lowest other session holding it
     keys = sorted(found)
     columns = (
         "u.input_tokens, u.output_tokens, u.cache_write_tokens, u.cache_read_tokens, "
@@ -217,19 +215,28 @@ def usage_store(session: Session, found: dict[str, tuple[int, Stamp, MessageUsag
                 if row[1] == session.pk:
                     held[row[0]] = (row[0], *row[2:])
                 else:
-                    elsewhere.add(row[0])
+                    elsewhere[row[0]] = min(row[1], elsewhere.get(row[0], row[1]))
     inserts, updates = [], []
+    # The message counts where it was first: the session made first (its source, for a
+    # fork or a rewind's backup), whichever was counted first. A source read again from
+    # the start (a rewind, its undo) so takes back what its copies held meanwhile.
+    reclaimed = sorted(k for k, other in elsewhere.items() if k not in held and session.pk < other)
     for key, (line, at, u) in found.items():
         counts = (u.input, u.output, u.cache_write, u.cache_read, u.cache_write_1h, u.reasoning)
         if key in held:
             merged = tuple(max(a, b) for a, b in zip(held[key][1:], counts, strict=True))
             updates.append((*merged, session.pk, key))
         else:
-            inserts.append((session.pk, line, key, u.model, at, *counts, key in elsewhere))
+            copy = key in elsewhere and elsewhere[key] < session.pk
+            inserts.append((session.pk, line, key, u.model, at, *counts, copy))
     names = (
         'session_id, line, "key", model, at, input_tokens, output_tokens, '
         'cache_write_tokens, cache_read_tokens, cache_write_1h_tokens, reasoning_tokens, "copy"'
     )
+    for start in range(0, len(reclaimed), 500):
+        Usage.objects.filter(
+            key__in=reclaimed[start : start + 500], copy=False, session__namespace=session.namespace
+        ).exclude(session=session).update(copy=True)
     with connection.cursor() as cursor:
         if inserts and connection.vendor == "postgresql":
             # COPY: one stream, where executemany runs one statement per row.

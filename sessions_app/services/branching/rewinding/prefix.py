@@ -30,6 +30,7 @@ from ..errors import BranchingUnsupported, NothingToUndo, SourceChanged
 from ..guards import own_write
 from ..prefixing import fork_prefix, prefix_end, prefix_writer
 from ..registering import Expected, index_written, session_file_of
+from ..titles import backup_title
 
 
 def _check_nothing_reads_into(session: Session, writer: PrefixFork) -> None:
@@ -99,6 +100,9 @@ def rewind_prefix(session: Session, turn: int) -> Session:
             fork_turn=turn,
             whole=True,
         )
+        # Named as Claude Code's backup is; Codex keeps names out of the rollout (`_titled`).
+        named = backup_title(session, turn)
+        Session.objects.filter(pk=backup.pk).update(custom_title=named, title=named)
         try:
             for raw in read_records(session, rows):
                 digest.update(raw)  # the bytes the undo must give back
