@@ -9,6 +9,8 @@ import ssl
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -99,6 +101,42 @@ def _gunicorn(env: dict[str, str], port: int, log: Path) -> subprocess.Popen:
     )
 
 
+@contextmanager
+def _behind_nginx(
+    tmp_path: Path, certificate: tuple[Path, Path], env: dict[str, str]
+) -> Iterator[int]:
+    """gunicorn with `env` behind the shipped nginx site on loopback: the HTTPS port."""
+    nginx = _nginx()
+    cert, key = certificate
+    app_port, https_port, http_port = _free_port(), _free_port(), _free_port()
+    (tmp_path / "site.conf").write_text(_site_behind(app_port, https_port, http_port, cert, key))
+    temp = "".join(
+        f"{kind}_temp_path {tmp_path}/{kind};\n"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    (tmp_path / "nginx.conf").write_text(
+        f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nworker_processes 1;\n"
+        f"events {{}}\nhttp {{\naccess_log off;\n{temp}include {tmp_path}/site.conf;\n}}\n"
+    )
+    gunicorn = _gunicorn(env, app_port, tmp_path / "gunicorn.log")
+    nginx_log = (tmp_path / "nginx.log").open("wb")
+    proxy = subprocess.Popen(
+        [nginx, "-c", str(tmp_path / "nginx.conf"), "-p", str(tmp_path), "-g", "daemon off;"],
+        stdout=subprocess.DEVNULL,
+        stderr=nginx_log,
+    )
+    try:
+        _wait_for_port(app_port, gunicorn, "gunicorn", tmp_path / "gunicorn.log")
+        _wait_for_port(https_port, proxy, "nginx", tmp_path / "nginx.log")
+        yield https_port
+    finally:
+        proxy.terminate()
+        gunicorn.terminate()
+        proxy.wait(timeout=30)
+        gunicorn.wait(timeout=30)
+        nginx_log.close()
+
+
 def test_an_export_holding_a_thread_leaves_the_other_to_light_pages(
     tmp_path: Path, large_session: tuple[dict[str, str], str]
 ) -> None:
@@ -130,48 +168,23 @@ def test_the_shipped_nginx_limits_heavy_requests_per_address(
     """Behind the shipped site, gunicorn with threads to spare: two exports to clients that
     stopped reading, and nginx itself refuses a third from that address (503, Retry-After)
     while a light page answers."""
-    nginx = _nginx()
-    cert, key = certificate
     env, sid = large_session
     env = {**env, "BRANCHBOARD_WORKERS": "1", "BRANCHBOARD_THREADS": "8"}
-    app_port, https_port, http_port = _free_port(), _free_port(), _free_port()
-    (tmp_path / "site.conf").write_text(_site_behind(app_port, https_port, http_port, cert, key))
-    temp = "".join(
-        f"{kind}_temp_path {tmp_path}/{kind};\n"
-        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-    )
-    (tmp_path / "nginx.conf").write_text(
-        f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nworker_processes 1;\n"
-        f"events {{}}\nhttp {{\naccess_log off;\n{temp}include {tmp_path}/site.conf;\n}}\n"
-    )
-    gunicorn = _gunicorn(env, app_port, tmp_path / "gunicorn.log")
-    nginx_log = (tmp_path / "nginx.log").open("wb")
-    proxy = subprocess.Popen(
-        [nginx, "-c", str(tmp_path / "nginx.conf"), "-p", str(tmp_path), "-g", "daemon off;"],
-        stdout=subprocess.DEVNULL,
-        stderr=nginx_log,
-    )
-    held = []
-    try:
-        _wait_for_port(app_port, gunicorn, "gunicorn", tmp_path / "gunicorn.log")
-        _wait_for_port(https_port, proxy, "nginx", tmp_path / "nginx.log")
-        for fmt in ("html", "md"):
-            sock, status = _held_export(https_port, f"/sessions/{sid}/export.{fmt}", tls=True)
-            held.append(sock)
-            assert status == b"HTTP/1.1 200 OK", status
-        code, headers, body, _ = _get(https_port, f"/sessions/{sid}/export.html", tls=True)
-        assert code == 503 and headers["Retry-After"] == "10", (code, body[:200])
-        assert body.startswith(b"busy with other large requests"), body[:200]  # nginx's own
-        code, _, _, seconds = _get(https_port, "/recent/", tls=True)
-        assert code == 200 and seconds < 10, (code, seconds)
-    finally:
-        for sock in held:
-            sock.close()
-        proxy.terminate()
-        gunicorn.terminate()
-        proxy.wait(timeout=30)
-        gunicorn.wait(timeout=30)
-        nginx_log.close()
+    held: list[socket.socket] = []
+    with _behind_nginx(tmp_path, certificate, env) as https_port:
+        try:
+            for fmt in ("html", "md"):
+                sock, status = _held_export(https_port, f"/sessions/{sid}/export.{fmt}", tls=True)
+                held.append(sock)
+                assert status == b"HTTP/1.1 200 OK", status
+            code, headers, body, _ = _get(https_port, f"/sessions/{sid}/export.html", tls=True)
+            assert code == 503 and headers["Retry-After"] == "10", (code, body[:200])
+            assert body.startswith(b"busy with other large requests"), body[:200]  # nginx's own
+            code, _, _, seconds = _get(https_port, "/recent/", tls=True)
+            assert code == 200 and seconds < 10, (code, seconds)
+        finally:
+            for sock in held:
+                sock.close()
 
 
 def _post(port: int, url: str, body: bytes) -> int:
@@ -194,32 +207,11 @@ def test_the_shipped_nginx_limits_sign_ins_per_address(
     """django-axes locks one account per address; an address that tries a new username each
     time is stopped by nginx: past a burst of sign-in POSTs it answers 429 and the app sees
     (and records) none of them, while the sign-in page itself still answers."""
-    nginx = _nginx()
-    cert, key = certificate
     env = {**_env(tmp_path), "BRANCHBOARD_WORKERS": "1", "BRANCHBOARD_TEAM_MODE": "1"}
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
     )
-    app_port, https_port, http_port = _free_port(), _free_port(), _free_port()
-    (tmp_path / "site.conf").write_text(_site_behind(app_port, https_port, http_port, cert, key))
-    temp = "".join(
-        f"{kind}_temp_path {tmp_path}/{kind};\n"
-        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-    )
-    (tmp_path / "nginx.conf").write_text(
-        f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nworker_processes 1;\n"
-        f"events {{}}\nhttp {{\naccess_log off;\n{temp}include {tmp_path}/site.conf;\n}}\n"
-    )
-    gunicorn = _gunicorn(env, app_port, tmp_path / "gunicorn.log")
-    nginx_log = (tmp_path / "nginx.log").open("wb")
-    proxy = subprocess.Popen(
-        [nginx, "-c", str(tmp_path / "nginx.conf"), "-p", str(tmp_path), "-g", "daemon off;"],
-        stdout=subprocess.DEVNULL,
-        stderr=nginx_log,
-    )
-    try:
-        _wait_for_port(app_port, gunicorn, "gunicorn", tmp_path / "gunicorn.log")
-        _wait_for_port(https_port, proxy, "nginx", tmp_path / "nginx.log")
+    with _behind_nginx(tmp_path, certificate, env) as https_port:
         statuses = [
             _post(https_port, url, f"username=user{n}&password=wrong".encode())
             for n in range(15)
@@ -230,9 +222,3 @@ def test_the_shipped_nginx_limits_sign_ins_per_address(
         assert statuses[-10:] == [429] * 10, statuses
         code, _, _, _ = _get(https_port, "/accounts/login/", tls=True)
         assert code == 200, code
-    finally:
-        proxy.terminate()
-        gunicorn.terminate()
-        proxy.wait(timeout=30)
-        gunicorn.wait(timeout=30)
-        nginx_log.close()
