@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from sessions_app.services.owner_token import owner_token
+
 from .test_deploy import (
     DEPLOY,
     ROOT,
@@ -46,7 +48,7 @@ def large_session(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, s
     return env, path.stem
 
 
-def _held_export(port: int, url: str, *, tls: bool) -> tuple[socket.socket, bytes]:
+def _held_export(port: int, url: str, *, tls: bool, token: str) -> tuple[socket.socket, bytes]:
     """A GET whose client reads the answer's first bytes, then nothing more (a tiny receive
     buffer, set before connecting): the answer's status line, and the socket to close."""
     sock = socket.socket()
@@ -57,12 +59,15 @@ def _held_export(port: int, url: str, *, tls: bool) -> tuple[socket.socket, byte
         context = ssl.create_default_context()
         context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
         sock = context.wrap_socket(sock)
-    sock.sendall(f"GET {url} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    auth = f"Authorization: Bearer {token}\r\n"  # the owner's way in, as a script's
+    sock.sendall(f"GET {url} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}\r\n".encode())
     head = sock.recv(1024)
     return sock, head.split(b"\r\n", 1)[0]
 
 
-def _get(port: int, url: str, *, tls: bool) -> tuple[int, dict[str, str], bytes, float]:
+def _get(
+    port: int, url: str, *, tls: bool, token: str = ""
+) -> tuple[int, dict[str, str], bytes, float]:
     """Status, headers, body and seconds of one GET, read whole."""
     if tls:
         context = ssl.create_default_context()
@@ -74,7 +79,7 @@ def _get(port: int, url: str, *, tls: bool) -> tuple[int, dict[str, str], bytes,
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     started = time.monotonic()
     try:
-        conn.request("GET", url)
+        conn.request("GET", url, headers={"Authorization": f"Bearer {token}"} if token else {})
         response = conn.getresponse()
         body = response.read()
         return response.status, dict(response.headers), body, time.monotonic() - started
@@ -144,16 +149,17 @@ def test_an_export_holding_a_thread_leaves_the_other_to_light_pages(
     to a client that stopped reading; a second is refused at once, a light page answers."""
     env, sid = large_session
     env = {**env, "BRANCHBOARD_WORKERS": "1", "BRANCHBOARD_THREADS": "2"}
+    token = owner_token(folder=Path(env["BRANCHBOARD_DATA_DIR"]))
     port = _free_port()
     gunicorn = _gunicorn(env, port, tmp_path / "gunicorn.log")
     held = None
     try:
         _wait_for_port(port, gunicorn, "gunicorn", tmp_path / "gunicorn.log")
-        held, status = _held_export(port, f"/sessions/{sid}/export.html", tls=False)
+        held, status = _held_export(port, f"/sessions/{sid}/export.html", tls=False, token=token)
         assert status == b"HTTP/1.1 200 OK", status
-        code, headers, body, _ = _get(port, f"/sessions/{sid}/export.md", tls=False)
+        code, headers, body, _ = _get(port, f"/sessions/{sid}/export.md", tls=False, token=token)
         assert code == 503 and headers["Retry-After"] == "10", (code, body[:200])
-        code, _, body, seconds = _get(port, "/recent/", tls=False)
+        code, _, body, seconds = _get(port, "/recent/", tls=False, token=token)
         assert code == 200 and seconds < 10, (code, seconds)
     finally:
         if held is not None:
@@ -170,17 +176,22 @@ def test_the_shipped_nginx_limits_heavy_requests_per_address(
     while a light page answers."""
     env, sid = large_session
     env = {**env, "BRANCHBOARD_WORKERS": "1", "BRANCHBOARD_THREADS": "8"}
+    token = owner_token(folder=Path(env["BRANCHBOARD_DATA_DIR"]))
     held: list[socket.socket] = []
     with _behind_nginx(tmp_path, certificate, env) as https_port:
         try:
             for fmt in ("html", "md"):
-                sock, status = _held_export(https_port, f"/sessions/{sid}/export.{fmt}", tls=True)
+                sock, status = _held_export(
+                    https_port, f"/sessions/{sid}/export.{fmt}", tls=True, token=token
+                )
                 held.append(sock)
                 assert status == b"HTTP/1.1 200 OK", status
-            code, headers, body, _ = _get(https_port, f"/sessions/{sid}/export.html", tls=True)
+            code, headers, body, _ = _get(
+                https_port, f"/sessions/{sid}/export.html", tls=True, token=token
+            )
             assert code == 503 and headers["Retry-After"] == "10", (code, body[:200])
             assert body.startswith(b"busy with other large requests"), body[:200]  # nginx's own
-            code, _, _, seconds = _get(https_port, "/recent/", tls=True)
+            code, _, _, seconds = _get(https_port, "/recent/", tls=True, token=token)
             assert code == 200 and seconds < 10, (code, seconds)
         finally:
             for sock in held:
