@@ -24,7 +24,7 @@ from contextlib import contextmanager
 
 from ...models import Session
 from ...session_refs import BadRef, ref_parse
-from .errors import (
+from ..errors import (
     BranchError,
     BranchingUnsupported,
     FileUnreadable,
@@ -39,6 +39,7 @@ from .errors import (
     TargetExists,
     UnknownSession,
     WriteCheckFailed,
+    check_not_pushed,
 )
 from .forking import Elsewhere, fork
 from .guards import (
@@ -46,7 +47,6 @@ from .guards import (
     check_can_branch,
     check_can_rewind,
     check_not_busy,
-    check_not_pushed,
     check_on_disk,
     check_paths,
     check_readable,

@@ -37,11 +37,11 @@ from ...formats.running import BadRunInput, check_run_input, shown_command
 from ...models import Run, Session
 from ..audit import Actor
 from ..branching import BranchError, BranchingUnsupported, check_can_branch
-from ..branching.errors import PushedReadOnly
-from ..branching.guards import check_not_pushed
 from ..branching.registering import reindex
+from ..errors import PushedReadOnly, check_not_pushed
+from ..process_groups import alive, start_time
 from .following import follow
-from .process import alive, signal_group, spawn, start_time
+from .process import signal_group, spawn
 from .undoing import state_before
 
 __all__ = [
