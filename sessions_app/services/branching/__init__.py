@@ -5,15 +5,15 @@ branch; every write goes to a temporary file that is indexed and read back befor
 it is linked or renamed into place. The source file is only ever changed by a
 rewind, and a Claude Code rewind first saves the whole old file as a backup.
 
-Modules, one rule each: `errors` (what a refusal says), `guards` (checks before
-any write), `titles`, `copying` (streamed, each record checked against the
-index), `kept` (what the copy wrote for each kept source row), `readback` (a
-fork read back from its temporary file against the rows it will get),
-`deriving` (a fork's index derived from its source's rows in SQL), `registering`
-(index a written file from scratch and check it reads back: rewinds, and forks
-the read-back cannot vouch for), `forking`, `reviving` (a branch an in-CLI rewind
-left, as a fork brings it back), `rewinding` (rewind and undo). Which
-records a cut keeps is `formats.shape`.
+Modules, one rule each: `guards` (checks before any write; what a refusal says is
+`services.errors`, below every package that writes), `titles`, `copying` (streamed, each
+record checked against the index), `kept` (what the copy wrote for each kept source
+row), `readback` (a fork read back from its temporary file against the rows it will
+get), `deriving` (a fork's index derived from its source's rows in SQL), `registering`
+(index a written file from scratch and check it reads back: rewinds, and forks the read-
+back cannot vouch for), `forking`, `reviving` (a branch an in-CLI rewind left, as a fork
+brings it back), `rewinding` (rewind and undo). Which records a cut keeps is
+`formats.shape`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ checked again and recorded:
 - a run whose process is gone (the server restarted while it ran) is shown as
   ended ("lost") the next time anyone looks, never as running.
 
-Modules: `process` (the process group and its identity), `following` (the
+Modules: `process` (the process group, found again by `services.process_groups`), `following` (the
 thread that owns a run), `undoing` (a failed run takes back what it appended).
 """
 
