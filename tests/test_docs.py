@@ -54,6 +54,16 @@ def test_every_section_a_citation_names_is_in_the_design() -> None:
     assert sections and found == []
 
 
+def test_the_map_names_every_module_once() -> None:
+    """`docs/architecture.md` has one line for every module of the app, and no line for a
+    module that is gone."""
+    rows = re.findall(r"^\| `([^`]+\.py)` \|", (REPO / "docs/architecture.md").read_text(), re.M)
+    modules = {str(p.relative_to(APP)) for p in APP.rglob("*.py") if "migrations" not in p.parts}
+    assert sorted(modules - set(rows)) == []
+    assert sorted(set(rows) - modules) == []
+    assert sorted(r for r in set(rows) if rows.count(r) > 1) == []
+
+
 # A module named by its path (`services/hub/namespaces.py`), from the repository, the app or
 # its services, or from the folder of the file naming it (or one above).
 PATH = re.compile(r"(?<![\w./-])((?:[a-z_][a-z_0-9]*/)+[a-z_][a-z_0-9]*\.py)\b")
