@@ -90,8 +90,9 @@ def _check_same_as_before(lines: list[tuple[bytes, str, str | None]]) -> int:
         )
         if at == UNCHANGED:
             # A line that names no session and gets no `forkedFrom` is copied as it is
-            # (DESIGN.md: kept records copied unchanged); before, it was parsed and
-            # written again, which changed the bytes of non-compact JSON only.
+            # (docs/design.md, "The three actions": kept records copied unchanged);
+            # before, it was parsed and written again, which changed the bytes of
+            # non-compact JSON only.
             assert orjson.loads(now) == orjson.loads(before)
         else:
             assert now == before, line[:200]

@@ -43,11 +43,16 @@ def test_the_check_itself_sees_a_write() -> None:
     assert not WRITES.search('with open(path, "rb") as f:')
 
 
-def test_no_module_is_over_300_lines() -> None:
+# About 500 lines is where a module has usually outgrown one concept: a hint to split it
+# along a seam (a package named for the concept), never a split only to fit a count.
+MODULE_LINES = 500
+
+
+def test_no_module_is_past_about_500_lines() -> None:
     long = {
         str(p.relative_to(APP)): n
         for p in app_modules()
-        if (n := len(p.read_text().splitlines())) > 300
+        if (n := len(p.read_text().splitlines())) > MODULE_LINES
     }
     assert long == {}
 

@@ -36,9 +36,9 @@ from sessions_app.models import Run, Session
 from sessions_app.resume import resume_command
 from sessions_app.services.branching import SessionBusy, session_rewind
 from sessions_app.services.importing import sessions_import
+from sessions_app.services.process_groups import start_time
 from sessions_app.services.runs import current_run, run_refresh
 from sessions_app.services.runs.following import follow
-from sessions_app.services.runs.process import start_time
 
 from .factories import make_session, user_record
 

@@ -56,7 +56,7 @@ COMMAND_NAME_RE = re.compile(r"<command-name>/?([^<\s]+)</command-name>")
 def is_turn_start(node: Node, *, answered_locally: bool) -> bool:
     """Whether `node` starts a turn: a user prompt a human typed.
 
-    The rule (DESIGN.md, "One definition of a turn"): the record must be on the
+    The rule (docs/design.md, "One definition of a turn"): the record must be on the
     branch being numbered and not in a sidechain (the caller walks only that
     branch); the reader must have classified it as a prompt by its shape, which
     already excludes tool results, `isMeta` records, compaction summaries, local

@@ -1,4 +1,4 @@
-"""The importer's progress, which the pages show while it works (services.import_status)."""
+"""The importer's progress, which the pages show while it works (services.progress)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.db import models
 class ImportStatus(models.Model):
     """One importer's progress: its pass over the roots, then search and usage catching up.
 
-    Written only by `services.import_status`; one row per importer (`name`), so a page
+    Written only by `services.progress`; one row per importer (`name`), so a page
     reads it with one indexed query.
     """
 

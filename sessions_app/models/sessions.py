@@ -138,7 +138,7 @@ class Session(models.Model):
     line_count = models.PositiveIntegerField(default=0)
     search_lines = models.PositiveIntegerField(default=0)  # lines the search index holds
     usage_lines = models.PositiveIntegerField(default=0)  # lines counted in `Usage`
-    # Whether the file holds the CLI's file-backup checkpoints (`formats.file_history`):
+    # Whether the file holds the CLI's file-backup checkpoints (`formats.claude.file_history`):
     # kept at import, so a page need not look through the records for one.
     file_backups = models.BooleanField(default=False)
     last_message_id = models.CharField(max_length=128, blank=True)

@@ -16,6 +16,7 @@ from django.db.migrations.executor import MigrationExecutor
 from tqdm import tqdm
 
 from sessions_app.data_folder import PrivateLogFile
+from sessions_app.formats import agents
 from sessions_app.services.hub.expiring import staged_expire
 from sessions_app.services.hub.namespaces import hub_roots
 from sessions_app.services.importing import ImportReport, sessions_import
@@ -31,8 +32,17 @@ logger = logging.getLogger("branchboard.importer")
 ROOT_POLL = 2.0  # seconds between looks for a root that does not exist yet
 
 
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
+
+
+# Every agent of the registry, so a new one is named here by its line there.
+AGENTS = _listed([a.label for a in agents()])
+DEFAULT_ROOTS = _listed([f"~/{a.home_folder}/{f}" for a in agents() for f in a.root_folders])
+
+
 class Command(BaseCommand):
-    help = "Import Claude Code and Qwen Code sessions (incremental: unchanged files are skipped)."
+    help = f"Import {AGENTS} sessions (incremental: unchanged files are skipped)."
     # Django's system checks load every URL, view and template tag first (a third of a
     # second, more than an import of a day's sessions); `make run` and `check` run them.
     requires_system_checks: list[str] = []
@@ -43,8 +53,7 @@ class Command(BaseCommand):
             action="append",
             type=Path,
             dest="roots",
-            help="A session root (repeatable). Default: BRANCHBOARD_ROOTS, else "
-            "~/.claude/projects and ~/.qwen/projects.",
+            help=f"A session root (repeatable). Default: BRANCHBOARD_ROOTS, else {DEFAULT_ROOTS}.",
         )
         parser.add_argument("--no-progress", action="store_true", help="Never show a progress bar.")
         parser.add_argument(

@@ -1,7 +1,7 @@
 """The archive's whole files: a session's file-history backups, kept beside its pieces.
 
 Claude Code backs a file up before it edits it (`~/.claude/file-history/<session id>/
-<backup name>`, see `formats.file_history`) and never changes a backup afterwards, so
+<backup name>`, see `formats.claude.file_history`) and never changes a backup afterwards, so
 each is stored once, whole, zstd-compressed with the SHA-256 of its bytes
 (`ArchivedFile`), when the session is imported and its folder holds names the archive
 does not. Restore to disk (`archive.restoring`) writes back those that are missing.

@@ -22,7 +22,7 @@ from django.db import transaction
 from ...formats.claude.file_history import backup_name_valid
 from ...models import Session
 from ...models.archive import ArchivedFile
-from ..branching.guards import check_not_pushed
+from ..errors import check_not_pushed
 from . import ArchiveError, ArchiveReader, archive_covers, digest, piece_bytes
 from .files import file_history_folder
 from .sidecars import SIDECAR, sidecar_folder

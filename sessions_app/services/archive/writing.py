@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 
 from ...models.archive import ArchivedFile
-from ..branching.errors import SourceChanged
+from ..errors import SourceChanged
 from ..roots import configured_roots, roots_hint
 from . import ArchiveError, digest
 from .files import archived_file_bytes

@@ -5,15 +5,15 @@ branch; every write goes to a temporary file that is indexed and read back befor
 it is linked or renamed into place. The source file is only ever changed by a
 rewind, and a Claude Code rewind first saves the whole old file as a backup.
 
-Modules, one rule each: `errors` (what a refusal says), `guards` (checks before
-any write), `titles`, `copying` (streamed, each record checked against the
-index), `kept` (what the copy wrote for each kept source row), `readback` (a
-fork read back from its temporary file against the rows it will get),
-`deriving` (a fork's index derived from its source's rows in SQL), `registering`
-(index a written file from scratch and check it reads back: rewinds, and forks
-the read-back cannot vouch for), `forking`, `reviving` (a branch an in-CLI rewind
-left, as a fork brings it back), `rewinding` (rewind and undo). Which
-records a cut keeps is `formats.shape`.
+Modules, one rule each: `guards` (checks before any write; what a refusal says is
+`services.errors`, below every package that writes), `titles`, `copying` (streamed, each
+record checked against the index), `kept` (what the copy wrote for each kept source
+row), `readback` (a fork read back from its temporary file against the rows it will
+get), `deriving` (a fork's index derived from its source's rows in SQL), `registering`
+(index a written file from scratch and check it reads back: rewinds, and forks the read-
+back cannot vouch for), `forking`, `reviving` (a branch an in-CLI rewind left, as a fork
+brings it back), `rewinding` (rewind and undo). Which records a cut keeps is
+`formats.shape`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from contextlib import contextmanager
 
 from ...models import Session
 from ...session_refs import BadRef, ref_parse
-from .errors import (
+from ..errors import (
     BranchError,
     BranchingUnsupported,
     FileUnreadable,
@@ -39,6 +39,7 @@ from .errors import (
     TargetExists,
     UnknownSession,
     WriteCheckFailed,
+    check_not_pushed,
 )
 from .forking import Elsewhere, fork
 from .guards import (
@@ -46,7 +47,6 @@ from .guards import (
     check_can_branch,
     check_can_rewind,
     check_not_busy,
-    check_not_pushed,
     check_on_disk,
     check_paths,
     check_readable,

@@ -28,7 +28,7 @@ from ...formats.shape import (
 from ...formats.writing import restamp, restamp_into
 from ...models import Record, Session
 from ..archive import session_open
-from .errors import InvalidTurn, StaleIndex
+from ..errors import InvalidTurn, StaleIndex
 
 FLUSH_BYTES = 4 << 20
 

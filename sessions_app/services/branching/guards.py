@@ -12,18 +12,18 @@ from ...formats import ASSISTANT, COMMAND, PROMPT, TOOL_RESULT, agent_for
 from ...formats.documents import is_document
 from ...models import Session
 from ..archive import archive_covers, session_open
-from ..roots import UnsafePath, check_inside
-from .copying import read_record
-from .errors import (
+from ..errors import (
     BranchingUnsupported,
     FileUnreadable,
     InvalidTurn,
     OutsideRoots,
-    PushedReadOnly,
     SessionBusy,
     SourceChanged,
     StaleIndex,
 )
+from ..process_groups import alive
+from ..roots import UnsafePath, check_inside
+from .copying import read_record
 
 
 def branching_refusal(agent_name: str) -> str:
@@ -169,8 +169,6 @@ def own_write(st: os.stat_result) -> dict:
 
 def check_not_busy(session: Session) -> None:
     """Refuse while a CLI may still be writing the session (not when we wrote it last)."""
-    from ..runs.process import alive  # here: the runs package builds on this one
-
     running = session.runs.filter(ended_at__isnull=True).first()
     if running is not None and alive(running.pid, running.pid_start):
         raise SessionBusy(
@@ -200,16 +198,3 @@ def check_not_busy(session: Session) -> None:
 
 def _has_tool_call(raw: bytes) -> bool:
     return b'"type":"tool_use"' in raw or b'"functionCall"' in raw
-
-
-def check_not_pushed(session: Session, action: str) -> None:
-    """Refuse `action` on a session a machine pushed to this hub: its file is the
-    machine's, kept byte for byte; only actions that make new files are done here.
-    `action` with its article ("a restore"): the message ends "or restore it on that machine"."""
-    if session.namespace:
-        raise PushedReadOnly(
-            f"{action} is not done on the hub: session {session.session_id} belongs to "
-            f"{session.namespace}, whose file the hub keeps as pushed. Branch or fork it "
-            f"here (the new session goes back to {session.namespace.partition('@')[2]}), "
-            f"or {action.split(' ', 1)[-1]} it on that machine."
-        )

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from ...models import TITLE_LIMIT
-from .errors import BranchError, InvalidTurn
+from ..errors import BranchError, InvalidTurn
 from .titles import clean_title
 
 LEAF_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")

@@ -19,10 +19,10 @@ from ...formats import PROMPT, agent_for
 from ...formats.agent import PrefixFork
 from ...formats.documents import is_document
 from ...models import Project, Session
+from ..errors import BranchingUnsupported, InvalidTurn, OutsideRoots, StaleIndex, TargetExists
 from ..files import new_file
 from ..roots import UnsafePath, check_inside
 from .copying import read_records
-from .errors import BranchingUnsupported, InvalidTurn, OutsideRoots, StaleIndex, TargetExists
 from .guards import check_unchanged
 from .registering import Expected, fork_put_in_place, index_written, session_file_of
 

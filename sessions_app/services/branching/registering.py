@@ -20,11 +20,11 @@ from django.utils import timezone
 
 from ...models import Session
 from ..discovery import SessionFile
+from ..errors import BranchError, WriteCheckFailed
 from ..files import NewFile
 from ..importing import ImportReport, projects_refresh, session_file_index
 from ..searching import search_refresh, words_kick
 from ..usage import usage_refresh
-from .errors import BranchError, WriteCheckFailed
 from .guards import own_write
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...models import Session
+from ..errors import InvalidTurn
 from ..reading.branches import abandoned_branch
 from .copying import intended_prompts
-from .errors import InvalidTurn
 
 
 @dataclass(frozen=True)

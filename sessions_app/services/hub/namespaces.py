@@ -8,14 +8,13 @@ lands where the machine's CLI will look for it once pulled.
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path, PurePosixPath
-
-from django.conf import settings
 
 from ...formats import agents
 from ...formats.documents import is_document
 from ...session_refs import is_namespace
+from ..hub_folder import hub_folder as hub_folder
+from ..hub_folder import namespace_of as namespace_of
 
 # The longest name a folder on the hub's disk holds (bytes: NAME_MAX of Linux file
 # systems), and of a pushed file: its staging and lock files add a dot and five bytes.
@@ -25,11 +24,6 @@ MAX_NAME = MAX_PART - len("..push")
 
 class BadHubPath(ValueError):
     """A pushed path that is not a session file under one of the CLIs' session folders."""
-
-
-def hub_folder() -> Path:
-    """Where a hub keeps the files machines push: `<data folder>/hub`."""
-    return Path(settings.DATA_DIR) / "hub"
 
 
 def namespace_folder(namespace: str) -> Path:
@@ -68,27 +62,6 @@ def hub_roots() -> list[Path]:
         if entry.is_dir() and not entry.is_symlink() and is_namespace(entry.name):
             found.extend(entry / f for f in root_folders() if (entry / f).is_dir())
     return found
-
-
-def namespace_of(root: Path | str) -> str:
-    """The namespace whose folder holds `root`; "" for a root of this machine's own."""
-    return _namespace_of(str(root), str(hub_folder()))
-
-
-# Asked for every file an import reads, of the few roots there are: a root outside the hub
-# folder is resolved (a system call per part) once, not once per file.
-@functools.lru_cache(maxsize=256)
-def _namespace_of(root: str, hub: str) -> str:
-    base = Path(hub)
-    try:
-        relative = Path(root).relative_to(base)
-    except ValueError:
-        try:
-            relative = Path(root).resolve().relative_to(base.resolve())
-        except (ValueError, OSError):
-            return ""
-    name = relative.parts[0] if relative.parts else ""
-    return name if is_namespace(name) else ""
 
 
 def hub_path_check(path: str) -> tuple[str, PurePosixPath]:

@@ -11,7 +11,7 @@ Modules, one rule each: `report` (what a run did), `indexing` (one open file:
 plan, read, analyse, write), `reading` (the line reader and the session facts it
 collects), `storing` (record rows), `session_row` (the session row), `skips`
 (files left out on purpose, said once and not opened again). Whether a
-file is skipped, appended to or read again is `services.import_plan`.
+file is skipped, appended to or read again is `services.importing.plan`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from django.db.models.functions import Coalesce
 
 from ...models import Project, Session
 from ..discovery import RootError, SessionFile, discover
-from ..hub.namespaces import namespace_of
+from ..hub_folder import namespace_of
 from ..progress import ImportTracker
 from ..roots import UnsafePath, open_regular
 from ..searching import words_kick

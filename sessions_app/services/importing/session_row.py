@@ -17,7 +17,7 @@ from ...formats.markup import title_text
 from ...formats.projects import session_project
 from ...models import TITLE_LIMIT, Project, Session
 from ..discovery import SessionFile
-from ..hub.namespaces import namespace_of
+from ..hub_folder import namespace_of
 from ..roots import UnsafePath, open_regular
 from .lineage import _descends_from as _descends_from
 from .lineage import _split_turn as _split_turn

@@ -20,7 +20,7 @@ from pathlib import Path
 from ...formats import agent_for
 from ...models import Session, SkippedFile
 from ..discovery import SessionFile
-from ..hub.namespaces import namespace_of
+from ..hub_folder import namespace_of
 from .report import ImportReport
 
 FileState = tuple[int, int, int]  # size, mtime_ns, inode

@@ -16,7 +16,7 @@ checked again and recorded:
 - a run whose process is gone (the server restarted while it ran) is shown as
   ended ("lost") the next time anyone looks, never as running.
 
-Modules: `process` (the process group and its identity), `following` (the
+Modules: `process` (the process group, found again by `services.process_groups`), `following` (the
 thread that owns a run), `undoing` (a failed run takes back what it appended).
 """
 
@@ -37,11 +37,11 @@ from ...formats.running import BadRunInput, check_run_input, shown_command
 from ...models import Run, Session
 from ..audit import Actor
 from ..branching import BranchError, BranchingUnsupported, check_can_branch
-from ..branching.errors import PushedReadOnly
-from ..branching.guards import check_not_pushed
 from ..branching.registering import reindex
+from ..errors import PushedReadOnly, check_not_pushed
+from ..process_groups import alive, start_time
 from .following import follow
-from .process import alive, signal_group, spawn, start_time
+from .process import signal_group, spawn
 from .undoing import state_before
 
 __all__ = [

@@ -26,8 +26,8 @@ from ...formats.running import run_event
 from ...models import Run, Session
 from ..branching import BranchError
 from ..branching.registering import reindex
+from ..process_groups import group_members
 from ..roots import UnsafePath
-from .process import group_members
 from .undoing import take_back
 
 logger = logging.getLogger("branchboard.runs")

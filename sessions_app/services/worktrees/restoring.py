@@ -1,6 +1,6 @@
 """The code as it was at a turn: Claude Code's file backups restored into a fork's new worktree.
 
-Which backup holds each file at a prompt is `formats.file_history`; this module
+Which backup holds each file at a prompt is `formats.claude.file_history`; this module
 finds the prompt that matches the fork (the one after turn N for "keep turns
 1..N", prompt N itself for edit & fork), reads the session's checkpoint records
 through the index, and writes each file into the new worktree: only below the

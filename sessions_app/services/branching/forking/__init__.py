@@ -13,6 +13,13 @@ from ....formats.shape import FORK
 from ....formats.writing import moved_cwd, relocate
 from ....models import Project, Session
 from ...archive.making import PieceMaker
+from ...errors import (
+    BranchingUnsupported,
+    InvalidTurn,
+    OutsideRoots,
+    TargetExists,
+    WriteCheckFailed,
+)
 from ...files import NewFile, new_file
 from ...roots import UnsafePath, check_inside
 from ..copying import base_fields, intended_prompts, write_kept
@@ -24,7 +31,6 @@ from ..deriving import (
     new_session_row,
     session_row_early,
 )
-from ..errors import BranchingUnsupported, InvalidTurn, OutsideRoots, TargetExists, WriteCheckFailed
 from ..guards import check_paths, check_readable, check_turn, check_unchanged
 from ..kept import Written
 from ..prefixing import fork_prefix

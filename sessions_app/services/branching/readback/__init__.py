@@ -24,9 +24,9 @@ from zlib_ng.zlib_ng import crc32
 from ....conversation import Analysis, Node, analyse, node_from_record
 from ....formats import ASSISTANT, COMMAND, PROMPT, ParsedRecord, agent_for
 from ....models import Session
+from ...errors import WriteCheckFailed
 from ...importing.plan import HEAD_BYTES
 from ..copying import rows
-from ..errors import WriteCheckFailed
 from ..kept import Unproven, Written
 from .plain import ReadBack, read_back_plain
 

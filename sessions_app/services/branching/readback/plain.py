@@ -21,8 +21,8 @@ from ....conversation import Analysis, Node, node_from_record
 from ....formats import ASSISTANT, COMMAND, PROMPT, ParsedRecord, agent_for
 from ....formats.writing import UNCHANGED, forked_member, id_member
 from ....models import Session
+from ...errors import WriteCheckFailed
 from ...importing.plan import HEAD_BYTES
-from ..errors import WriteCheckFailed
 from ..kept import Unproven, Written
 
 

@@ -22,17 +22,17 @@ from ....formats import INVALID, agent_for
 from ....formats.shape import REWIND
 from ....formats.writing import restamp_into, unstamp
 from ....models import Project, Session
-from ...files import create_exclusive, replace_atomically
-from ...importing import projects_refresh
-from ...roots import open_regular
-from ..copying import RecordReader, base_fields, intended_prompts, rows, write_kept
-from ..errors import (
+from ...errors import (
     NothingToUndo,
     SourceChanged,
     StaleIndex,
     TargetExists,
     WriteCheckFailed,
 )
+from ...files import create_exclusive, replace_atomically
+from ...importing import projects_refresh
+from ...roots import open_regular
+from ..copying import RecordReader, base_fields, intended_prompts, rows, write_kept
 from ..guards import file_stat, own_write
 from ..registering import Expected, index_written, session_file_of
 from ..titles import backup_title, title_line

@@ -22,10 +22,10 @@ from pathlib import Path
 from django.db import transaction
 
 from ....models import Session
+from ...errors import BranchingUnsupported, InvalidTurn, SourceChanged, WriteCheckFailed
 from ...files import append_durably, replace_atomically
 from ...roots import open_regular
 from ..copying import base_fields, intended_prompts, read_record
-from ..errors import BranchingUnsupported, InvalidTurn, SourceChanged, WriteCheckFailed
 from ..guards import file_stat, own_write
 from ..registering import Expected, index_written, reindex, session_file_of
 

@@ -22,11 +22,11 @@ from django.db import transaction
 
 from ....formats.agent import PrefixFork
 from ....models import Session
+from ...errors import BranchingUnsupported, NothingToUndo, SourceChanged
 from ...files import replace_atomically
 from ...importing import projects_refresh
 from ...roots import open_regular
 from ..copying import read_records
-from ..errors import BranchingUnsupported, NothingToUndo, SourceChanged
 from ..guards import own_write
 from ..prefixing import fork_prefix, prefix_end, prefix_writer
 from ..registering import Expected, index_written, session_file_of

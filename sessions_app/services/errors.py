@@ -1,6 +1,14 @@
-"""What a refused branch, fork, rewind or undo says. Nothing was written when one is raised."""
+"""What a refused action on a session says (a branch, fork, rewind, undo, run or restore),
+and the one refusal every writer checks first, a pushed session's. Nothing was written when
+one is raised. Below every package that writes sessions, so the archive and the runs refuse
+in the same words without importing the branching package."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..models import Session
 
 
 class BranchError(Exception):
@@ -57,3 +65,16 @@ class PushedReadOnly(BranchError):
 
 class StaleIndex(Exception):
     """The bytes at an indexed offset are not the record the index names."""
+
+
+def check_not_pushed(session: Session, action: str) -> None:
+    """Refuse `action` on a session a machine pushed to this hub: its file is the
+    machine's, kept byte for byte; only actions that make new files are done here.
+    `action` with its article ("a restore"): the message ends "or restore it on that machine"."""
+    if session.namespace:
+        raise PushedReadOnly(
+            f"{action} is not done on the hub: session {session.session_id} belongs to "
+            f"{session.namespace}, whose file the hub keeps as pushed. Branch or fork it "
+            f"here (the new session goes back to {session.namespace.partition('@')[2]}), "
+            f"or {action.split(' ', 1)[-1]} it on that machine."
+        )
