@@ -41,10 +41,9 @@ def usage_by_period(
     until: date | None = None,
 ) -> list[PeriodUsage]:
     """The report's rows for `period` ("daily", "monthly" or "session"), oldest first."""
-    window = {"project": project, "agent": agent, "since": since, "until": until}
     if period == "session":
-        return usage_by_session(**window)
-    days = usage_by_day(**window)
+        return usage_by_session(project=project, agent=agent, since=since, until=until)
+    days = usage_by_day(project=project, agent=agent, since=since, until=until)
     out: dict[str, PeriodUsage] = {}
     for day in days:
         label = "(no date)" if day.day is None else str(day.day)
@@ -89,7 +88,7 @@ def _owners(sessions: Iterable[Session]) -> dict[int, Session]:
     found = Session.objects.select_related("project").filter(
         is_subagent=False, session_id__in={s.owner_session_id for s in subs}
     )
-    by_id = {(s.namespace, s.session_id): s for s in found}
+    by_id: dict[tuple[str, object], Session] = {(s.namespace, s.session_id): s for s in found}
     return {
         s.pk: by_id[s.namespace, s.owner_session_id]
         for s in subs
