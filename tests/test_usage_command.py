@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -16,31 +14,10 @@ from django.test import Client
 
 from sessions_app.models import Session, Usage
 from sessions_app.selectors.usage import Totals, usage_by_day
-from sessions_app.services.importing import sessions_import
-from sessions_app.services.usage import usage_refresh
 
-from .corpus import CorpusCopy, make_idle
+from .four_agents import AGENTS, four_agents_imported  # noqa: F401 (the fixture `four`)
 
 pytestmark = pytest.mark.django_db
-AGENTS = ("claude", "qwen", "codex", "gemini")
-GEMINI = Path(__file__).parent / "fixtures" / "gemini"
-
-
-@pytest.fixture
-def four(
-    imported: Path, corpus_copy: CorpusCopy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The corpus of Claude Code, Qwen Code and Codex CLI, and the Gemini fixtures, counted."""
-    home = tmp_path / "home"
-    shutil.copytree(GEMINI, home / ".gemini")
-    root = home / ".gemini" / "tmp"
-    make_idle(root)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
-    report = sessions_import(roots=[*corpus_copy.roots, root])
-    assert not report.errors, report.errors
-    assert not usage_refresh().errors
-    assert set(Session.objects.values_list("agent", flat=True)) >= set(AGENTS)
 
 
 def _usage(*args: str) -> str:
