@@ -44,6 +44,7 @@ urlpatterns = [
     path("search/", search_pages.search_page, name="search"),
     path("usage/", usage_pages.usage_overview, name="usage"),
     path("usage.csv", usage_pages.usage_csv, name="usage_csv"),
+    path("usage/tools.csv", usage_pages.usage_tools_csv, name="usage_tools_csv"),
     path(
         "sessions/<sref:session_id>/usage.csv",
         usage_pages.session_usage_csv,

@@ -13,6 +13,7 @@ urlpatterns = [
     path("openapi.json", api.openapi, name="openapi"),
     path("search", api.search_view, name="search"),
     path("usage/activity", api_usage.activity_view, name="usage_activity"),
+    path("usage/tools", api_usage.tools_view, name="usage_tools"),
     path("sessions/<sref:session_id>", api.session_detail, name="session"),
     path("sessions/<sref:session_id>/fork", api.session_fork_view, name="fork"),
     path("sessions/<sref:session_id>/rewind", api.session_rewind_view, name="rewind"),

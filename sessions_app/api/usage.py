@@ -1,5 +1,6 @@
 """GET /api/usage/activity: turns, tokens and cost per day and project, as `/usage.csv?by=
-activity` gives them, for scripts (the same filters, the same numbers)."""
+activity` gives them; GET /api/usage/tools: a project's tools and their failures, as
+`/usage/tools.csv` (for scripts: the same filters, the same numbers)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from ..models import Project
+from ..pages.heavy import heavy
 from ..pages.usage import BadFilter, usage_filter
 from ..selectors.usage import Totals
 from ..selectors.usage.activity import activity_by_day
+from ..selectors.usage.tools import tool_stats
 from ..templatetags.project_labels import project_label
 from .auth import ApiRequest, allow, authenticate, error
 
@@ -70,3 +73,33 @@ def activity_view(request: ApiRequest) -> HttpResponse:
             }
         )
     return JsonResponse({"days": days, "totals": {"turns": turns, **totals_json(total)}})
+
+
+@csrf_exempt
+@login_not_required
+@allow("GET")
+@heavy
+def tools_view(request: ApiRequest) -> HttpResponse:
+    """GET /api/usage/tools?project=N[&since=&until=]: most called first."""
+    refused = authenticate(request, write=False)
+    if refused is not None:
+        return refused
+    try:
+        chosen = usage_filter(request.GET)
+        if chosen.project is None:
+            raise BadFilter("project: name one (its number); the tools are read from its files")
+    except BadFilter as exc:
+        return error(exc.status, str(exc))
+    project = chosen.project
+    tools = [
+        {
+            "name": t.name,
+            "calls": t.calls,
+            "answered": t.answered,
+            "failed": t.failed,
+            "failure_rate": round(t.failure_rate, 4),
+        }
+        for t in tool_stats(project, since=chosen.since, until=chosen.until)
+    ]
+    listed = {"id": project.pk, "label": project_label(project), "agent": project.agent}
+    return JsonResponse({"project": listed, "tools": tools})

@@ -6,7 +6,7 @@ from ...formats import AGENTS
 from ...session_refs import REF_PATTERN
 from .hub import hub_paths
 from .search import SEARCH
-from .usage import ACTIVITY
+from .usage import ACTIVITY, TOOLS
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _SESSION = {"$ref": "#/components/schemas/Session"}
@@ -200,6 +200,19 @@ OPENAPI: dict = {
                     _query("until", "up to and including this day (YYYY-MM-DD)"),
                 ],
                 "responses": _no_project(_responses("200", ACTIVITY, 400, 401, 404, 405)),
+            }
+        },
+        "/api/usage/tools": {
+            "get": {
+                "summary": "The tools a project's sessions called, most first, and how many "
+                "failed (read from its files: one project a request); /usage/tools.csv gives "
+                "the same",
+                "parameters": [
+                    {**_query("project", "the project (its number)"), "required": True},
+                    _query("since", "from this day (YYYY-MM-DD)"),
+                    _query("until", "up to and including this day (YYYY-MM-DD)"),
+                ],
+                "responses": _no_project(_responses("200", TOOLS, 400, 401, 404, 405)),
             }
         },
         "/api/sessions/{session_id}": {

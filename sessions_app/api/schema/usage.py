@@ -1,4 +1,4 @@
-"""The OpenAPI description of /api/usage/activity's answer (api_schema serves it)."""
+"""The OpenAPI description of /api/usage/activity's and /api/usage/tools' answers."""
 
 from __future__ import annotations
 
@@ -46,6 +46,40 @@ ACTIVITY = {
             "type": "object",
             "required": ["turns", *_TOTALS],
             "properties": {"turns": {"type": "integer"}, **_TOTALS},
+        },
+    },
+}
+
+TOOLS = {
+    "type": "object",
+    "required": ["project", "tools"],
+    "properties": {
+        "project": {
+            "type": "object",
+            "required": ["id", "label", "agent"],
+            "properties": {
+                "id": {"type": "integer"},
+                "label": {"type": "string"},
+                "agent": {"type": "string", "enum": list(AGENTS)},
+            },
+        },
+        "tools": {
+            "type": "array",
+            "description": "most calls first; each call once (a fork's copies not)",
+            "items": {
+                "type": "object",
+                "required": ["name", "calls", "answered", "failed", "failure_rate"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "calls": {"type": "integer"},
+                    "answered": {"type": "integer", "description": "calls with a result"},
+                    "failed": {
+                        "type": "integer",
+                        "description": "results marked an error, or a shell's exit status not 0",
+                    },
+                    "failure_rate": {"type": "number", "description": "failed / answered"},
+                },
+            },
         },
     },
 }

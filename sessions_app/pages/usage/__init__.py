@@ -22,6 +22,7 @@ from ...rendering.numbers import usd
 from ...selectors.usage import Totals, usage_by_day, usage_by_model, usage_by_project
 from ...selectors.usage.activity import ActivityDay, activity_by_day
 from ...selectors.usage.sessions import session_usage, session_usage_parts
+from ...selectors.usage.tools import tool_stats
 from ...services.archive import archive_enabled, archive_size
 from ...templatetags.project_labels import label_twins, project_label
 from ..heavy import heavy
@@ -217,6 +218,28 @@ def _activity_csv(found: list[ActivityDay]) -> StreamingHttpResponse:
     )
     header = ["day", "project", "agent", "folder", "turns", *COLUMNS]
     return _csv("usage-activity.csv", header, rows)
+
+
+@require_safe
+@heavy
+def usage_tools_csv(request: HttpRequest) -> HttpResponseBase:
+    """`/usage/tools.csv?project=N[&since=D&until=D]`: the tools the project's sessions
+    called, most first, with how many of their answered calls failed (read from its files,
+    so one project at a time, and a heavy request)."""
+    try:
+        chosen = usage_filter(request.GET)
+        if chosen.project is None:
+            raise BadFilter("project: name one (its number); the tools are read from its files")
+    except BadFilter as exc:
+        return _refused(request, exc)
+    project = chosen.project
+    label = project_label(project)
+    rows = (
+        [label, project.agent, t.name, t.calls, t.answered, t.failed, f"{t.failure_rate:.4f}"]
+        for t in tool_stats(project, since=chosen.since, until=chosen.until)
+    )
+    header = ["project", "agent", "tool", "calls", "answered", "failed", "failure_rate"]
+    return _csv(f"tools-{project.pk}.csv", header, rows)
 
 
 @require_safe
