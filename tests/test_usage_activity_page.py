@@ -63,6 +63,10 @@ def test_cost_filters_and_refusals(four: None, client: Client) -> None:
     assert by_cost.status_code == 200
     html = by_cost.content.decode()
     assert "Cost per day" in html and "codex sessions only" in html
+    # The other agents, the same year and measure, one click away.
+    assert f'href="?until={UNTIL}&amp;agent=gemini&amp;measure=cost">gemini</a>' in html
+    assert f'href="?until={UNTIL}&amp;measure=cost">all agents</a>' in html
+    assert '<strong aria-current="true">codex</strong>' in html
     days = activity_totals(activity_by_day(agent="codex", since=date(2025, 12, 1)))
     busiest = max(days, key=lambda d: (d.totals.cost, d.day))
     assert f"the busiest: {busiest.day}" in html

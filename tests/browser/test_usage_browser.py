@@ -83,6 +83,14 @@ def test_the_activity_heatmap_fits_and_shows_the_latest_weeks(
     last = cells.last.bounding_box()
     assert last is not None and last["x"] >= 0 and last["x"] + last["width"] <= width
     expect(page.locator("#activity-months")).to_contain_text("2026-11")
+    # Every column of the months' table can be brought into view (its box scrolls).
+    cost = page.locator("#activity-months th").last
+    cost.scroll_into_view_if_needed()
+    box = cost.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= width
+    if width == 1280:  # the heatmap starts at the left of its panel while it fits
+        panel = page.locator("#activity-heatmap").bounding_box()
+        assert heatmap.bounding_box()["x"] - panel["x"] < 5
     page.get_by_role("link", name="cost", exact=True).click()
     expect(page.locator("#activity-days")).to_have_text("Cost per day")
     if width == 1280:

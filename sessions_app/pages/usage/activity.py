@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from ...formats import AGENTS
 from ...rendering.heatmap import calendar_heatmap
 from ...rendering.numbers import usd
 from ...selectors.usage import Totals
@@ -27,6 +28,14 @@ def _value(day: DayTotal, measure: str) -> float:
 def _describe(day: date, turns: int, totals: Totals) -> str:
     cost = usd(totals.cost) + ("" if totals.priced else " + unpriced")
     return f"{day:%a %Y-%m-%d}: {turns} turn{'s' * (turns != 1)}, {cost}"
+
+
+def _agent(kept: dict[str, str], agent: str, measure: str) -> dict[str, str]:
+    return (
+        {k: v for k, v in kept.items() if k != "agent"}
+        | ({"agent": agent} if agent else {})
+        | {"measure": measure}
+    )
 
 
 @require_safe
@@ -72,7 +81,9 @@ def usage_activity(request: HttpRequest) -> HttpResponse:
         for into in (month, total):
             into.turns += d.turns
             into.totals.merge(d.totals)
-    kept = {k: v for k, v in request.GET.items() if k in ("project", "agent", "until")}
+    kept: dict[str, str] = {
+        k: str(v) for k, v in request.GET.items() if k in ("project", "agent", "until")
+    }
     window = {k: v for k, v in kept.items() if k != "until"} | {
         "since": str(first),
         "until": str(last),
@@ -88,6 +99,11 @@ def usage_activity(request: HttpRequest) -> HttpResponse:
         "active_days": sum(1 for d in days if d.turns or d.totals.messages),
         "busiest": max(days, key=lambda d: (_value(d, measure), d.day), default=None),
         "switch": {m: urlencode(kept | {"measure": m}) for m in MEASURES},
+        # Every agent, or one: the same year and measure.
+        "agents": [
+            (name or "all agents", name == chosen.agent, urlencode(_agent(kept, name, measure)))
+            for name in ("", *AGENTS)
+        ],
         "csv_query": urlencode({"by": "activity", **window}),
     }
     return render(request, "sessions_app/usage_activity.html", context)
