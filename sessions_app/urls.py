@@ -32,6 +32,7 @@ from .pages import (
 from .pages import (
     usage as usage_pages,
 )
+from .pages.usage import activity as usage_activity
 
 app_name = "sessions"
 
@@ -44,6 +45,8 @@ urlpatterns = [
     path("search/", search_pages.search_page, name="search"),
     path("usage/", usage_pages.usage_overview, name="usage"),
     path("usage.csv", usage_pages.usage_csv, name="usage_csv"),
+    path("usage/tools.csv", usage_pages.usage_tools_csv, name="usage_tools_csv"),
+    path("usage/activity/", usage_activity.usage_activity, name="usage_activity"),
     path(
         "sessions/<sref:session_id>/usage.csv",
         usage_pages.session_usage_csv,

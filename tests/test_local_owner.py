@@ -40,8 +40,12 @@ def reads(session_id: str) -> list[str]:
         f"/sessions/{session_id}/export.md",
         "/search/?q=the",
         "/usage.csv",
+        "/usage/activity/",
+        "/usage/tools.csv?project=1",
         "/import-status.json",
         "/api/search?q=the",
+        "/api/usage/activity",
+        "/api/usage/tools?project=1",
         f"/api/sessions/{session_id}",
         "/api/openapi.json",
     ]

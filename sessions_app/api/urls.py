@@ -4,6 +4,7 @@ from django.urls import path, re_path
 
 from . import archive as api_archive
 from . import hub as api_hub
+from . import usage as api_usage
 from . import views as api
 
 app_name = "api"
@@ -11,6 +12,8 @@ app_name = "api"
 urlpatterns = [
     path("openapi.json", api.openapi, name="openapi"),
     path("search", api.search_view, name="search"),
+    path("usage/activity", api_usage.activity_view, name="usage_activity"),
+    path("usage/tools", api_usage.tools_view, name="usage_tools"),
     path("sessions/<sref:session_id>", api.session_detail, name="session"),
     path("sessions/<sref:session_id>/fork", api.session_fork_view, name="fork"),
     path("sessions/<sref:session_id>/rewind", api.session_rewind_view, name="rewind"),

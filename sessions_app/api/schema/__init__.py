@@ -6,6 +6,7 @@ from ...formats import AGENTS
 from ...session_refs import REF_PATTERN
 from .hub import hub_paths
 from .search import SEARCH
+from .usage import ACTIVITY, TOOLS
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _SESSION = {"$ref": "#/components/schemas/Session"}
@@ -34,6 +35,12 @@ def _responses(ok: str, schema: dict, *codes: int) -> dict:
             "content": {"application/json": {"schema": _ERROR}},
         }
     return out
+
+
+def _no_project(responses: dict) -> dict:
+    """The usage filters' 404: the project named is not there."""
+    responses["404"] = {**responses["404"], "description": "no such project"}
+    return responses
 
 
 _ID = {
@@ -180,6 +187,32 @@ OPENAPI: dict = {
                     _query("page", "1 (the best sessions), 2 (the next ones), …"),
                 ],
                 "responses": _responses("200", SEARCH, 400, 401, 405),
+            }
+        },
+        "/api/usage/activity": {
+            "get": {
+                "summary": "Turns, tokens and cost per day (UTC) and project, the numbers of "
+                "/usage/ (each message once); /usage.csv?by=activity gives the same",
+                "parameters": [
+                    _query("project", "only this project (its number)"),
+                    _query("agent", "only this agent (" + ", ".join(AGENTS) + ")"),
+                    _query("since", "from this day (YYYY-MM-DD)"),
+                    _query("until", "up to and including this day (YYYY-MM-DD)"),
+                ],
+                "responses": _no_project(_responses("200", ACTIVITY, 400, 401, 404, 405)),
+            }
+        },
+        "/api/usage/tools": {
+            "get": {
+                "summary": "The tools a project's sessions called, most first, and how many "
+                "failed (read from its files: one project a request); /usage/tools.csv gives "
+                "the same",
+                "parameters": [
+                    {**_query("project", "the project (its number)"), "required": True},
+                    _query("since", "from this day (YYYY-MM-DD)"),
+                    _query("until", "up to and including this day (YYYY-MM-DD)"),
+                ],
+                "responses": _no_project(_responses("200", TOOLS, 400, 401, 404, 405)),
             }
         },
         "/api/sessions/{session_id}": {

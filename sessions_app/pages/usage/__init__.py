@@ -20,7 +20,9 @@ from ...models import Project
 from ...rendering.charts import Bar, horizontal_bars
 from ...rendering.numbers import usd
 from ...selectors.usage import Totals, usage_by_day, usage_by_model, usage_by_project
+from ...selectors.usage.activity import ActivityDay, activity_by_day
 from ...selectors.usage.sessions import session_usage, session_usage_parts
+from ...selectors.usage.tools import tool_stats
 from ...services.archive import archive_enabled, archive_size
 from ...templatetags.project_labels import label_twins, project_label
 from ..heavy import heavy
@@ -42,7 +44,7 @@ COLUMNS = (
 )
 
 
-BY = ("day", "model", "project")
+BY = ("day", "model", "project", "activity")
 PROJECT_NUMBER = re.compile(r"[0-9]{1,19}")  # ASCII digits: `isdigit()` takes "²"
 MAX_ID = 2**63 - 1
 
@@ -163,7 +165,8 @@ def _csv(name: str, header: list[str], rows: Iterable[list]) -> StreamingHttpRes
 
 @require_safe
 def usage_csv(request: HttpRequest) -> HttpResponseBase:
-    """`/usage.csv?by=day|model|project[&project=N&agent=A&since=D&until=D]`: the usage tables."""
+    """`/usage.csv?by=day|model|project|activity[&project=N&agent=A&since=D&until=D]`: the
+    usage tables (`activity`: turns and cost per day and project)."""
     by = request.GET.get("by", "day")
     try:
         if by not in BY:
@@ -184,6 +187,8 @@ def usage_csv(request: HttpRequest) -> HttpResponseBase:
         days = usage_by_day(project=pk, **window)
         rows = ([m, *_values(t)] for m, t in usage_by_model(days=days).items())
         return _csv("usage-by-model.csv", ["model", *COLUMNS], rows)
+    if by == "activity":
+        return _activity_csv(activity_by_day(project=pk, **window))
     per = usage_by_project(**window)
     if pk is not None:
         per = {k: v for k, v in per.items() if k == pk}
@@ -195,6 +200,46 @@ def usage_csv(request: HttpRequest) -> HttpResponseBase:
         if p in projects
     )
     return _csv("usage-by-project.csv", ["project", "agent", "folder", *COLUMNS], rows)
+
+
+def _activity_csv(found: list[ActivityDay]) -> StreamingHttpResponse:
+    projects = Project.objects.in_bulk({a.project_id for a in found})
+    rows = (
+        [
+            "" if a.day is None else str(a.day),
+            project_label(projects[a.project_id]),
+            projects[a.project_id].agent,
+            projects[a.project_id].folder,
+            a.turns,
+            *_values(a.totals),
+        ]
+        for a in found
+        if a.project_id in projects
+    )
+    header = ["day", "project", "agent", "folder", "turns", *COLUMNS]
+    return _csv("usage-activity.csv", header, rows)
+
+
+@require_safe
+@heavy
+def usage_tools_csv(request: HttpRequest) -> HttpResponseBase:
+    """`/usage/tools.csv?project=N[&since=D&until=D]`: the tools the project's sessions
+    called, most first, with how many of their answered calls failed (read from its files,
+    so one project at a time, and a heavy request)."""
+    try:
+        chosen = usage_filter(request.GET)
+        if chosen.project is None:
+            raise BadFilter("project: name one (its number); the tools are read from its files")
+    except BadFilter as exc:
+        return _refused(request, exc)
+    project = chosen.project
+    label = project_label(project)
+    rows = (
+        [label, project.agent, t.name, t.calls, t.answered, t.failed, f"{t.failure_rate:.4f}"]
+        for t in tool_stats(project, since=chosen.since, until=chosen.until)
+    )
+    header = ["project", "agent", "tool", "calls", "answered", "failed", "failure_rate"]
+    return _csv(f"tools-{project.pk}.csv", header, rows)
 
 
 @require_safe
