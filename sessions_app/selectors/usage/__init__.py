@@ -116,7 +116,7 @@ class DayUsage:
     total: Totals
 
 
-def _where(
+def usage_where(
     *, project: int | None, agent: str, since: date | None, until: date | None
 ) -> tuple[str, str, list[object]]:
     """The joins, condition and parameters of a filter (every message counted once)."""
@@ -147,7 +147,7 @@ def usage_by_day(
     until: date | None = None,
 ) -> list[DayUsage]:
     """Each day with usage (UTC), by model, newest last; every message counted once."""
-    joins, where, params = _where(project=project, agent=agent, since=since, until=until)
+    joins, where, params = usage_where(project=project, agent=agent, since=since, until=until)
     days: dict[date | None, DayUsage] = {}
     for _, model, day, long, counts in grouped_usage(None, joins, where, params):
         entry = days.setdefault(day, DayUsage(day, {}, Totals()))
@@ -160,7 +160,7 @@ def usage_by_project(
     *, agent: str = "", since: date | None = None, until: date | None = None
 ) -> dict[int, Totals]:
     """Each project's totals (subagents included), every message counted once."""
-    _, where, params = _where(project=None, agent=agent, since=since, until=until)
+    _, where, params = usage_where(project=None, agent=agent, since=since, until=until)
     joins = f"JOIN {Session._meta.db_table} s ON s.id = u.session_id"
     out: dict[int, Totals] = defaultdict(Totals)
     for project, model, day, long, counts in grouped_usage("s.project_id", joins, where, params):

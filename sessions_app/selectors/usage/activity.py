@@ -16,7 +16,7 @@ from typing import Any
 from django.db import connection
 
 from ...models import Record, Session, Usage
-from . import Totals, _where, grouped_usage
+from . import Totals, grouped_usage, usage_where
 
 
 @dataclass
@@ -96,7 +96,7 @@ def activity_by_day(
     """Each (day, project) with turns or usage: its turns, tokens and cost; by day, then
     by cost (the days without a date first)."""
     found: dict[tuple[date | None, int], ActivityDay] = {}
-    joins, where, params = _where(project=project, agent=agent, since=since, until=until)
+    joins, where, params = usage_where(project=project, agent=agent, since=since, until=until)
     if not joins:
         joins = f"JOIN {Session._meta.db_table} s ON s.id = u.session_id"
     for pk, model, day, long, counts in grouped_usage("s.project_id", joins, where, params):

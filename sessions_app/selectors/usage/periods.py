@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from ...models import Session
-from . import Totals, _where, grouped_usage, usage_by_day
+from . import Totals, grouped_usage, usage_by_day, usage_where
 
 PERIODS = ("daily", "monthly", "session")
 
@@ -62,7 +62,7 @@ def usage_by_session(
     until: date | None = None,
 ) -> list[PeriodUsage]:
     """Each session with usage (its subagents' files in it), by its last day, oldest first."""
-    joins, where, params = _where(project=project, agent=agent, since=since, until=until)
+    joins, where, params = usage_where(project=project, agent=agent, since=since, until=until)
     if not joins:
         joins = f"JOIN {Session._meta.db_table} s ON s.id = u.session_id"
     rows = grouped_usage("s.id", joins, where, params)
