@@ -6,6 +6,7 @@ import os
 import uuid
 from pathlib import Path
 
+from django.contrib.messages import get_messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -24,6 +25,7 @@ from ..services.archive.versions import earlier_versions
 from ..services.branching import branching_refusal, rewind_refusal
 from ..services.runs import run_refresh
 from ..transcript import PAGE_LIMITS, Page, build_page
+from .actions import LANDING
 from .sessions import LEAF_RE, HtmxHttpRequest, bounded_int, session_or_404
 
 
@@ -92,6 +94,9 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         latest = session.runs.first()
         context.update(can_run=True, modes=MODES.values(), run=latest and run_refresh(latest))
         context["run_here"] = bool(session.cwd) and os.path.isdir(session.cwd)
+        # What an action just made is said in the run box, where its redirect lands
+        # (`#run`): the banner at the top of a long transcript is out of sight there.
+        context["landing"] = [m for m in get_messages(request) if LANDING in m.tags.split()]
     if context["can_worktree"]:
         context["file_backups"] = file_backups_kept(session)
         context["agent_label"] = session.agent_profile.label
