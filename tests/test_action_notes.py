@@ -76,3 +76,31 @@ def test_a_rewind_links_to_the_backup_that_keeps_the_old_history(
     backup = session.rewind_undo["backup_id"]
     assert "Rewound to turn 2: 1 turn now." in page
     assert f'<a href="/sessions/{backup}/" class="source-link">{backup}</a>' in page
+
+
+def run_box(html: str) -> str:
+    match = re.search(r'<textarea id="run-prompt"[^>]*>(.*?)</textarea>', html, re.S)
+    assert match, "no run box"
+    return match.group(1)
+
+
+def test_edit_and_fork_hands_its_prompt_to_the_run_box(client: Client, session: Session) -> None:
+    new, url, page = fork(client, session, turn="3", mode="before")
+    assert new.turn_count == 2
+    assert run_box(page) == "prompt 3"  # to change and Send, nothing to copy down by hand
+    assert 'id="edit-prompt"' not in page  # one box, not two that drift apart
+    assert 'href="#run-prompt" id="edit-in-run-box"' in page
+    assert 'data-copy-from="run-prompt"' in page  # for the CLI, copied from that box
+    assert run_box(client.get(url).content.decode()) == "prompt 3"  # and again on reload
+    # A plain branch's run box starts empty: it has no prompt waiting.
+    Session.objects.filter(pk=new.pk).delete()
+    _, _, page = fork(client, session, turn="2")
+    assert run_box(page) == ""
+
+
+def test_without_a_run_box_the_edit_box_stays(client: Client, session: Session) -> None:
+    new, _, _ = fork(client, session, turn="3", mode="before")
+    Session.objects.filter(pk=new.pk).update(cwd="/nowhere/at/all")  # not on this machine
+    page = client.get(f"/sessions/{new.session_id}/").content.decode()
+    assert re.search(r'<textarea id="edit-prompt"[^>]*>prompt 3</textarea>', page)
+    assert 'id="run-form"' not in page

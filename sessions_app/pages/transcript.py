@@ -109,6 +109,17 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         context["undo_available"] = selectors.undo_available(session)
         context["rewind_undone"] = selectors.rewind_undone(session)
         context["edit_prompt"] = selectors.edit_prompt(session)
+        # An edit & fork's prompt is edited in the run box ("Carry on"), prefilled with
+        # it, where it can be sent: not in a second box to copy it down from by hand.
+        # It is read from the new session (its source's prompt N, until the fork is
+        # carried on), not carried by the redirect: it holds through a reload, and a
+        # prompt of up to 100,000 characters fits neither an address nor a cookie.
+        run = context.get("run")
+        context["edit_in_run_box"] = (
+            context["edit_prompt"] is not None
+            and context.get("run_here", False)
+            and (run is None or run.ended)
+        )
         # The file is gone and the archive's copy is damaged: the text is the index's alone.
         context["archive_damage"] = archive_damage(session)
         context["earlier_versions"] = earlier_versions(session)
