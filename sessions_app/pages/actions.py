@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -25,6 +26,7 @@ from ..models import Project, Session
 from ..permissions import can_manage_worktrees, can_run, require_write
 from ..refusals import status_of
 from ..resume import NO_COMMAND, resume_command
+from ..selectors.facts import abandoned_after
 from ..services.archive.restoring import session_restore
 from ..services.audit import PAGE, actor_of_request, audit_record
 from ..services.branching import (
@@ -184,6 +186,15 @@ def rewind(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
             ' The old history is kept in session <a href="{}" class="source-link">{}</a>.',
             reverse("sessions:session_detail", args=[backup]),
             backup,
+        )
+    elif left := abandoned_after(rewound):
+        # Qwen, Gemini: nothing removed; the old turns stay in the file, a branch of it.
+        newest = max(left, key=lambda b: b.get("line") or 0)
+        kept = format_html(
+            " The old turns are kept in the file as an abandoned branch:"
+            ' <a href="{}?leaf={}" class="source-link">open it</a>.',
+            reverse("sessions:session_detail", args=[rewound.ref]),
+            quote(newest["leaf_uuid"]),
         )
     messages.success(
         request,

@@ -18,6 +18,7 @@ from ..formats.running import MODES
 from ..models import Session
 from ..permissions import can_manage_worktrees, can_run, can_write
 from ..resume import in_legacy_folder, resume_command
+from ..selectors.facts import abandoned_after
 from ..selectors.usage.sessions import session_usage
 from ..selectors.worktrees import file_backups_kept, worktree_possible
 from ..services.archive.health import archive_damage
@@ -148,6 +149,9 @@ def _active_page(
     page = build_page(records, session.agent, show_all=show_all, limits=PAGE_LIMITS, start=start)
     _mark_branches(session, page.turns)
     next_page = _next_page(page, last, session.turn_count)
+    if next_page is None and page.turns:
+        # A rewind that appends (Qwen, Gemini) leaves its turns after the last one.
+        page.turns[-1].abandoned_after = abandoned_after(session)
     live = None if next_page else _live_tail(session, page.turns, start, show_all)
     return page.turns, next_page, live
 
