@@ -27,6 +27,7 @@ def session(tmp_path: Path, settings) -> Session:
     path.write_bytes(jsonl(records))
     settings.SESSION_ROOTS = [root]
     settings.BRANCHBOARD_BUSY_SECONDS = 0
+    settings.RUN_COMMANDS = {"claude": "true"}  # a CLI on PATH: the run box is offered
     sessions_import(roots=[root])
     return Session.objects.get(session_id=records[0]["sessionId"])
 

@@ -24,7 +24,7 @@ from ..selectors.worktrees import file_backups_kept, worktree_possible
 from ..services.archive.health import archive_damage
 from ..services.archive.versions import earlier_versions
 from ..services.branching import branching_refusal, rewind_refusal
-from ..services.runs import run_refresh
+from ..services.runs import cli_missing, run_refresh
 from ..transcript import PAGE_LIMITS, Page, build_page
 from .actions import LANDING
 from .sessions import LEAF_RE, HtmxHttpRequest, bounded_int, session_or_404
@@ -95,6 +95,8 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         latest = session.runs.first()
         context.update(can_run=True, modes=MODES.values(), run=latest and run_refresh(latest))
         context["run_here"] = bool(session.cwd) and os.path.isdir(session.cwd)
+        # Said before a prompt is typed, not only after Send: the CLI is not installed.
+        context["run_no_cli"] = cli_missing(session)
         # What an action just made is said in the run box, where its redirect lands
         # (`#run`): the banner at the top of a long transcript is out of sight there.
         context["landing"] = [m for m in get_messages(request) if LANDING in m.tags.split()]
@@ -119,6 +121,7 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         context["edit_in_run_box"] = (
             context["edit_prompt"] is not None
             and context.get("run_here", False)
+            and not context.get("run_no_cli")
             and (run is None or run.ended)
         )
         # The file is gone and the archive's copy is damaged: the text is the index's alone.
