@@ -15,7 +15,7 @@ from django.views.decorators.http import require_safe
 from .. import selectors
 from ..formats.documents import is_document
 from ..formats.running import MODES
-from ..models import Session
+from ..models import Run, Session
 from ..permissions import can_manage_worktrees, can_run, can_write
 from ..resume import in_legacy_folder, resume_command
 from ..selectors.facts import abandoned_after
@@ -122,7 +122,7 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
             context["edit_prompt"] is not None
             and context.get("run_here", False)
             and not context.get("run_no_cli")
-            and (run is None or run.ended)
+            and not (isinstance(run, Run) and not run.ended)
         )
         # The file is gone and the archive's copy is damaged: the text is the index's alone.
         context["archive_damage"] = archive_damage(session)
