@@ -51,6 +51,9 @@ def session(tmp_path: Path, settings) -> Session:
     _, records = make_session(root, 3)
     settings.SESSION_ROOTS = [root]
     settings.BRANCHBOARD_BUSY_SECONDS = 0
+    # A command that exists here (the page offers the prompt box only then), whether or
+    # not `claude` is installed; tests that start a run name their own.
+    settings.RUN_COMMANDS = {"claude": "true"}
     sessions_import(roots=[root])
     found = Session.objects.get(session_id=records[0]["sessionId"])
     found.cwd = str(tmp_path)  # a folder that exists here
@@ -116,6 +119,24 @@ def test_the_page_refuses_bad_input_and_a_missing_cli(
     assert response.status_code == 400
     assert "definitely-not-a-command-here: no such command" in response.content.decode()
     assert "BRANCHBOARD_CLAUDE_COMMAND" in response.content.decode()
+    assert not Run.objects.exists()
+
+
+def test_a_cli_that_is_not_installed_is_said_instead_of_the_prompt_box(
+    client: Client, session: Session, settings
+) -> None:
+    settings.RUN_COMMANDS = {"claude": "definitely-not-a-command-here"}
+    why = (
+        "definitely-not-a-command-here: no such command on this machine&#x27;s PATH; "
+        "install Claude Code or set BRANCHBOARD_CLAUDE_COMMAND to its path"
+    )
+    for url in (f"/sessions/{session.session_id}/", f"/sessions/{session.session_id}/runs/panel/"):
+        page = client.get(url, HTTP_HX_REQUEST="true" if "panel" in url else None).content
+        assert 'id="run-form"' not in page.decode(), url  # nothing to type in vain
+        assert 'id="run-no-cli"' in page.decode() and why in page.decode(), url
+    settings.RUN_COMMANDS = {"claude": "true"}  # installed: the box is back
+    page = client.get(f"/sessions/{session.session_id}/").content.decode()
+    assert 'id="run-form"' in page and 'id="run-no-cli"' not in page
     assert not Run.objects.exists()
 
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -23,6 +26,7 @@ from ..models import Project, Session
 from ..permissions import can_manage_worktrees, can_run, require_write
 from ..refusals import status_of
 from ..resume import NO_COMMAND, resume_command
+from ..selectors.facts import abandoned_after
 from ..services.archive.restoring import session_restore
 from ..services.audit import PAGE, actor_of_request, audit_record
 from ..services.branching import (
@@ -40,6 +44,25 @@ from .sessions import HtmxHttpRequest, session_or_404
 
 def _turns(count: int) -> str:
     return f"{count} turn{'' if count == 1 else 's'}"
+
+
+LANDING = "landing"
+
+
+def _what_was_kept(turn: int | None, include_turn: bool, leaf: str | None, turns: int) -> str:
+    """The words for what a branch, fork or edit & fork took from its source."""
+    if leaf:
+        return f"an abandoned branch ({_turns(turns)}) brought back"
+    if turn is None:
+        return f"a branch with all {_turns(turns)}"
+    if include_turn:
+        return f"branched from turn {turn}, with {_span(turn)}"
+    kept = f"with {_span(turn - 1)}" if turn > 1 else "with no turn"
+    return f"an edit & fork before turn {turn}, {kept}; prompt {turn} is yours to edit"
+
+
+def _span(last: int) -> str:
+    return "turn 1" if last == 1 else f"turns 1\u2013{last}"
 
 
 def _done(request: HtmxHttpRequest, url: str) -> HttpResponse:
@@ -101,16 +124,31 @@ def fork(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     forked.audit(actor_of_request(request, origin=PAGE), source=session, turn=asked.turn)
     where = f" in the new worktree {plan.path} (branch {plan.branch})" if plan else ""
     resume = resume_command(new) or NO_COMMAND
+    # A branch looks just like its source: the note says what was made and from which
+    # session, with a link back to it. "landing": the page shows it where the redirect
+    # lands (the run box, when there is one), not only at its top.
     messages.success(
-        request, f"Created “{new.title}” ({new.session_id}){where}. Resume it with: {resume}"
+        request,
+        format_html(
+            'Created “{}” ({}){}: {} of <a href="{}" class="source-link">“{}”</a>.'
+            " Resume it with: {}",
+            new.title,
+            new.session_id,
+            where,
+            _what_was_kept(asked.turn, asked.include_turn, asked.leaf, new.turn_count),
+            reverse("sessions:session_detail", args=[session.ref]),
+            session.title or session.session_id,
+            resume,
+        ),
+        extra_tags=LANDING,
     )
     if forked.restored is not None:
         messages.info(request, forked.restored.describe())
     url = reverse("sessions:session_detail", args=[new.ref])
     if not asked.include_turn:
         url += "?edit=1"
-    elif can_run(request.user):
-        url += "#run"  # "Branch from here", then type the next prompt
+    if can_run(request.user):
+        url += "#run"  # then type (or edit) the next prompt in the run box
     return _done(request, url)
 
 
@@ -142,8 +180,26 @@ def rewind(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     backup = rewound.rewind_undo.get("backup_id")
     actor = actor_of_request(request, origin=PAGE)
     audit_record(actor=actor, action="rewind", session=rewound, result=None, turn=turn)
-    kept = f" The old history is kept in session {backup}." if backup else ""
-    messages.success(request, f"Rewound to turn {turn}: {_turns(rewound.turn_count)} now.{kept}")
+    kept = mark_safe("")  # nothing to escape: empty
+    if backup:
+        kept = format_html(
+            ' The old history is kept in session <a href="{}" class="source-link">{}</a>.',
+            reverse("sessions:session_detail", args=[backup]),
+            backup,
+        )
+    elif left := abandoned_after(rewound):
+        # Qwen, Gemini: nothing removed; the old turns stay in the file, a branch of it.
+        newest = max(left, key=lambda b: b.get("line") or 0)
+        kept = format_html(
+            " The old turns are kept in the file as an abandoned branch:"
+            ' <a href="{}?leaf={}" class="source-link">open it</a>.',
+            reverse("sessions:session_detail", args=[rewound.ref]),
+            quote(newest["leaf_uuid"]),
+        )
+    messages.success(
+        request,
+        format_html("Rewound to turn {}: {} now.{}", turn, _turns(rewound.turn_count), kept),
+    )
     return _done(request, reverse("sessions:session_detail", args=[rewound.ref]))
 
 

@@ -24,7 +24,7 @@ from ..permissions import can_run
 from ..refusals import status_of
 from ..services.audit import PAGE, actor_of_request, audit_record
 from ..services.branching import BranchError
-from ..services.runs import RunError, current_run, run_refresh, run_start, run_stop
+from ..services.runs import RunError, cli_missing, current_run, run_refresh, run_start, run_stop
 from .sessions import HtmxHttpRequest, session_or_404
 
 
@@ -54,6 +54,7 @@ def _panel(
         "modes": MODES.values(),
         # A pushed session's folder is another machine's: the hub's disk is not looked at.
         "run_here": not session.namespace and bool(session.cwd) and os.path.isdir(session.cwd),
+        "run_no_cli": cli_missing(session),
         "sent": sent or {},
     }
     if request.htmx:

@@ -6,6 +6,7 @@ import os
 import uuid
 from pathlib import Path
 
+from django.contrib.messages import get_messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -14,16 +15,18 @@ from django.views.decorators.http import require_safe
 from .. import selectors
 from ..formats.documents import is_document
 from ..formats.running import MODES
-from ..models import Session
+from ..models import Run, Session
 from ..permissions import can_manage_worktrees, can_run, can_write
 from ..resume import in_legacy_folder, resume_command
+from ..selectors.facts import abandoned_after
 from ..selectors.usage.sessions import session_usage
 from ..selectors.worktrees import file_backups_kept, worktree_possible
 from ..services.archive.health import archive_damage
 from ..services.archive.versions import earlier_versions
 from ..services.branching import branching_refusal, rewind_refusal
-from ..services.runs import run_refresh
+from ..services.runs import cli_missing, run_refresh
 from ..transcript import PAGE_LIMITS, Page, build_page
+from .actions import LANDING
 from .sessions import LEAF_RE, HtmxHttpRequest, bounded_int, session_or_404
 
 
@@ -92,6 +95,11 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         latest = session.runs.first()
         context.update(can_run=True, modes=MODES.values(), run=latest and run_refresh(latest))
         context["run_here"] = bool(session.cwd) and os.path.isdir(session.cwd)
+        # Said before a prompt is typed, not only after Send: the CLI is not installed.
+        context["run_no_cli"] = cli_missing(session)
+        # What an action just made is said in the run box, where its redirect lands
+        # (`#run`): the banner at the top of a long transcript is out of sight there.
+        context["landing"] = [m for m in get_messages(request) if LANDING in m.tags.split()]
     if context["can_worktree"]:
         context["file_backups"] = file_backups_kept(session)
         context["agent_label"] = session.agent_profile.label
@@ -104,6 +112,18 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         context["undo_available"] = selectors.undo_available(session)
         context["rewind_undone"] = selectors.rewind_undone(session)
         context["edit_prompt"] = selectors.edit_prompt(session)
+        # An edit & fork's prompt is edited in the run box ("Carry on"), prefilled with
+        # it, where it can be sent: not in a second box to copy it down from by hand.
+        # It is read from the new session (its source's prompt N, until the fork is
+        # carried on), not carried by the redirect: it holds through a reload, and a
+        # prompt of up to 100,000 characters fits neither an address nor a cookie.
+        run = context.get("run")
+        context["edit_in_run_box"] = (
+            context["edit_prompt"] is not None
+            and context.get("run_here", False)
+            and not context.get("run_no_cli")
+            and not (isinstance(run, Run) and not run.ended)
+        )
         # The file is gone and the archive's copy is damaged: the text is the index's alone.
         context["archive_damage"] = archive_damage(session)
         context["earlier_versions"] = earlier_versions(session)
@@ -132,6 +152,9 @@ def _active_page(
     page = build_page(records, session.agent, show_all=show_all, limits=PAGE_LIMITS, start=start)
     _mark_branches(session, page.turns)
     next_page = _next_page(page, last, session.turn_count)
+    if next_page is None and page.turns:
+        # A rewind that appends (Qwen, Gemini) leaves its turns after the last one.
+        page.turns[-1].abandoned_after = abandoned_after(session)
     live = None if next_page else _live_tail(session, page.turns, start, show_all)
     return page.turns, next_page, live
 

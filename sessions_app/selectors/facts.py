@@ -74,3 +74,13 @@ def edit_prompt(session: Session) -> str | None:
     if session.turn_count != session.fork_turn - 1:
         return None
     return turn_prompt_text(session.parent, session.fork_turn)
+
+
+def abandoned_after(session: Session) -> list[dict]:
+    """The abandoned branches that split off after the session's last turn.
+
+    Turn N of a branch left by a rewind inside the CLI is the prompt typed instead, which
+    the page shows it at; a Qwen or Gemini rewind from the page (a `system/rewind` record,
+    a `$rewindTo` line) leaves its turns with no such prompt yet: N is past the last turn.
+    """
+    return [b for b in session.abandoned or [] if (b.get("at_turn") or 0) > session.turn_count]

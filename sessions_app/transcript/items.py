@@ -185,6 +185,9 @@ class Turn:
     timestamp: Any = None
     items: list[Item] = field(default_factory=list)
     abandoned: list[dict] = field(default_factory=list)
+    # Branches that split off after this turn, the session's last: what a Qwen or Gemini
+    # rewind left in the file, before a new turn takes its place (then it is `abandoned`).
+    abandoned_after: list[dict] = field(default_factory=list)
     leaving: int = 0  # turns a rewind to this one would take out of the session
     prompt_cut: Cut | None = None
     continued: bool = False  # the page starts inside this turn, after its prompt

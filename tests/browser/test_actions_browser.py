@@ -7,6 +7,7 @@ import re
 import stat
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from sessions_app.models import Session
@@ -142,3 +143,31 @@ def test_qwen_rewind_then_undo_draws_each_turn_once(
         ids = page.eval_on_selector_all("[id]", "els => els.map(e => e.id)")
         assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
         page.reload()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_a_branch_says_what_it_made_where_it_lands_with_a_link_back(
+    page: Page, live_server, session_root: Path, width: int, scheme: str
+) -> None:
+    page.set_viewport_size({"width": width, "height": 700})
+    page.emulate_media(color_scheme=scheme)
+    source = Session.objects.get(path=str(session_root / WEBAPP))
+    source_url = f"{live_server.url}/sessions/{source.session_id}/"
+    for click in ("#branch-session", "#turn-2 button.branch-here"):
+        page.goto(source_url)
+        page.locator(click).click()
+        expect(page).not_to_have_url(re.compile(f"/sessions/{source.session_id}/"))
+        note = page.locator("#landing .message")
+        # Seen where the page lands (the run box), not only at the top of the transcript.
+        expect(note).to_be_in_viewport()
+        expect(note).to_contain_text("Created “subtract feature (Branch")
+        link = note.locator("a.source-link")
+        expect(link).to_be_visible()
+        colours = link.evaluate(
+            "a => [getComputedStyle(a).color,"
+            " getComputedStyle(a.closest('.message')).backgroundColor]"
+        )
+        assert colours[0] != colours[1], colours
+        link.click()
+        expect(page).to_have_url(source_url)

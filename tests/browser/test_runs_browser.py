@@ -146,11 +146,15 @@ def test_a_run_that_fails_shows_the_clis_own_words(
         "/nonexistent/cli: no such command"
     )
     assert not Run.objects.exists()
+    # The panel no longer offers a box to type in vain: it says why.
+    expect(page.locator("#run-no-cli")).to_contain_text("/nonexistent/cli: no such command")
+    expect(page.locator("#run-form")).to_have_count(0)
     if agent.name != "claude":
         return
     # Not logged in (no key, no credentials): the CLI's own words, and the file as it
     # was (the CLI appends the prompt and its error; the failed run takes them back).
     settings.RUN_COMMANDS = {agent.name: str(agent.exe)}
+    page.reload()  # installed now: the box is back
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     before = Path(session.path).read_bytes()
     send(page, "beta two")

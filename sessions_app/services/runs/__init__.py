@@ -48,6 +48,7 @@ __all__ = [
     "RunBusy",
     "RunError",
     "RunRefused",
+    "cli_missing",
     "current_run",
     "run_refresh",
     "run_start",
@@ -79,6 +80,22 @@ def current_run(session: Session) -> Run | None:
     return run if run is not None and not run.ended else None
 
 
+def cli_missing(session: Session) -> str:
+    """Why the session's CLI cannot be started here ("": it can): no such command on PATH.
+
+    The run box asks this before offering the form, as `run_start` does before a run.
+    """
+    agent = session.agent_profile
+    command = settings.RUN_COMMANDS.get(agent.name) or agent.cli
+    if shutil.which(command) is not None:
+        return ""
+    variable = f"BRANCHBOARD_{agent.name.upper()}_COMMAND"
+    return (
+        f"{command}: no such command on this machine's PATH; install {agent.label} "
+        f"or set {variable} to its path"
+    )
+
+
 def run_start(*, session: Session, prompt: str, mode: str, model: str, actor: Actor) -> Run:
     """Start the session's CLI on `prompt`; RunError when it cannot be."""
     try:
@@ -102,11 +119,7 @@ def run_start(*, session: Session, prompt: str, mode: str, model: str, actor: Ac
     command = settings.RUN_COMMANDS.get(agent.name) or agent.cli
     executable = shutil.which(command)
     if executable is None:
-        variable = f"BRANCHBOARD_{agent.name.upper()}_COMMAND"
-        raise RunRefused(
-            f"{command}: no such command on this machine's PATH; install {agent.label} "
-            f"or set {variable} to its path"
-        )
+        raise RunRefused(cli_missing(session) or f"{command}: no such command")
     going = current_run(session)
     if going is not None:
         raise RunBusy(_busy(going))
