@@ -166,8 +166,9 @@ def test_plain_append_takes_the_short_path_in_queries_independent_of_size(
     prompt = user_record("one more", sid=sid, parent=leaf_of(path), timestamp=_ts(10**5))
     append(path, prompt)
     # 15, and 3 for its search text (uuids looked up, an id taken, the text stored), which
-    # the search pass no longer reads again.
-    with django_assert_max_num_queries(18):
+    # the search pass no longer reads again, and 1 a pass asks once for the sessions whose
+    # folder's files the archive does not hold yet (archive/sidecars: caught up once).
+    with django_assert_max_num_queries(19):
         sessions_import(roots=[tmp_path])
     assert spy.last() == "short"
     session = Session.objects.get(path=str(path))
