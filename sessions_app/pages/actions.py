@@ -142,8 +142,8 @@ def fork(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
         ),
         extra_tags=LANDING,
     )
-    if forked.restored is not None:
-        messages.info(request, forked.restored.describe())
+    if forked.restored is not None:  # also part of what was made: said beside it
+        messages.info(request, forked.restored.describe(), extra_tags=LANDING)
     url = reverse("sessions:session_detail", args=[new.ref])
     if not asked.include_turn:
         url += "?edit=1"
