@@ -99,7 +99,11 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         context["run_no_cli"] = cli_missing(session)
         # What an action just made is said in the run box, where its redirect lands
         # (`#run`): the banner at the top of a long transcript is out of sight there.
-        context["landing"] = [m for m in get_messages(request) if LANDING in m.tags.split()]
+        # Only a whole page reads the messages: a fragment (a poll of the live page)
+        # that read them would mark them used and the page would never show them.
+        if not request.htmx:
+            landing = [m for m in get_messages(request) if LANDING in m.tags.split()]
+            context["landing"] = landing
     if context["can_worktree"]:
         context["file_backups"] = file_backups_kept(session)
         context["agent_label"] = session.agent_profile.label

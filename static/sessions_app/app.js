@@ -50,9 +50,25 @@
       target.setAttribute("data-expanded", "1"); // "Show all": kept across live updates
     }
   });
+  // A page action in flight (a POST: rewind, fork, undo ...): the tail does not poll
+  // meanwhile. The action may change the session before it answers, and the reload a poll
+  // would then ask for (the session got shorter) would take the page away from the
+  // action's answer and its message.
+  let acting = 0;
+  function isAction(event) {
+    const config = event.detail.requestConfig;
+    return Boolean(config && config.verb && config.verb !== "get");
+  }
+  document.addEventListener("submit", function (event) {
+    if (!event.defaultPrevented && (event.target.method || "").toLowerCase() === "post") acting += 1;
+  });
   document.addEventListener("htmx:beforeRequest", function (event) {
+    if (isAction(event)) { acting += 1; return; }
     // A hidden tab does not poll (a trigger filter would need eval, which the CSP forbids).
-    if (event.detail.elt.id === "live-tail" && document.hidden) event.preventDefault();
+    if (event.detail.elt.id === "live-tail" && (document.hidden || acting > 0)) event.preventDefault();
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (isAction(event)) acting = Math.max(0, acting - 1);
   });
   document.addEventListener("htmx:beforeSwap", function (event) {
     const tail = event.detail.target;
