@@ -625,6 +625,12 @@ class HubAndLaptop(RuleBasedStateMachine):
         for inside, data in files.items():
             (self.other_home / inside).parent.mkdir(parents=True, exist_ok=True)
             (self.other_home / inside).write_bytes(data)
+            if inside.startswith(".gemini/tmp/"):
+                # Gemini CLI names a chat's project by its folder's marker: without it the
+                # project is unknown and, while a project rule is set, the file stays home.
+                marker = f".gemini/tmp/{inside.split('/')[2]}/.project_root"
+                if (self.home / marker).is_file():
+                    (self.other_home / marker).write_bytes((self.home / marker).read_bytes())
         before = self._namespace_view()
         home = os.environ["HOME"]
         os.environ["HOME"] = str(self.other_home)
